@@ -1,0 +1,9 @@
+import os, tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "data"
+# point at ../shared's copies when they exist (CI has them); otherwise the code falls back by itself
+if (SHARED / "qwen2.5-tokenizer").exists(): os.environ.setdefault("MATHWORKLOG_TOKENIZER", str(SHARED / "qwen2.5-tokenizer"))
+if (SHARED / "gsm8k").exists(): os.environ.setdefault("MATHWORKLOG_GSM8K", str(SHARED / "gsm8k"))
+os.environ.setdefault("MATHWORKLOG_RUNS", tempfile.mkdtemp(prefix="mwl-runs-"))

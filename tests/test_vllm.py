@@ -1,0 +1,26 @@
+"Tests that need vLLM itself: skipped where it is not installed (CI's CPU machines); run them on a GPU box."
+import pytest, torch
+vllm = pytest.importorskip("vllm")
+pytestmark = pytest.mark.vllm
+
+def test_vllm_pack_tensors_shows_the_bug_and_the_fix():
+    "The sync-bug reproduction against vLLM's own pack_tensors instead of the stand-in."
+    from mathworklog.core import load_tokenizer, model_path
+    from mathworklog.sync import (tiny_lora_model, trl_named_params, receive, arrival_table, patch_trl_lora_sync,
+                                  vllm_pack_tensors)
+    pm = tiny_lora_model(model_path("tiny", load_tokenizer()))
+    total = sum(t.numel() * t.element_size() for _, t in list(trl_named_params(pm)))
+    un = arrival_table(pm, *receive(trl_named_params(pm), total // 3, pack=vllm_pack_tensors))
+    assert (un[un.chunk == un.chunk.max()].fraction.abs() < 1e-6).all()
+    with patch_trl_lora_sync():
+        pa = arrival_table(pm, *receive(trl_named_params(pm), total // 3, pack=vllm_pack_tensors))
+    assert ((pa.fraction - 1).abs() < 1e-4).all()
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="vLLM's LLM needs a GPU")
+def test_vllm_generator_matches_interface():
+    from mathworklog.core import load_tokenizer, model_path
+    from mathworklog.evaluate import VLLMGenerator
+    tok = load_tokenizer()
+    g = VLLMGenerator(model_path("tiny", tok), tok, gpu_memory_utilization=0.2)
+    out = g.generate(["<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"] * 2, n=3, temperature=1.0, max_new_tokens=8, seed=0)
+    assert [len(t) for t in out.texts] == [3, 3]

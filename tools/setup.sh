@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Set everything up: a virtual environment in .venv, the CPU build of torch where there is no GPU, the package with
+# its dev extra, and the environment variables that point at ../shared's GSM8K and tokenizer when they exist.
+# Source it (`. tools/setup.sh`) so the environment variables stay set.
+set -e
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
+. .venv/bin/activate
+if ! python -c "import mathworklog, trl, papermill, nbdev" 2>/dev/null; then
+  python -m pip install -q --upgrade pip
+  if ! command -v nvidia-smi >/dev/null 2>&1; then python -m pip install -q "torch==2.13.0"; fi
+  python -m pip install -q -e ".[dev]"
+fi
+[ -d ../shared/data/qwen2.5-tokenizer ] && export MATHWORKLOG_TOKENIZER=${MATHWORKLOG_TOKENIZER:-$(cd ../shared/data/qwen2.5-tokenizer && pwd)}
+[ -d ../shared/data/gsm8k ] && export MATHWORKLOG_GSM8K=${MATHWORKLOG_GSM8K:-$(cd ../shared/data/gsm8k && pwd)}
+export HF_HUB_DISABLE_TELEMETRY=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+true

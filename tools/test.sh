@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Set everything up and run the tests: notebooks and modules in sync, notebooks clean, nbdev-test, pytest.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+t0=$(date +%s)
+. tools/setup.sh
+echo "setup: $(( $(date +%s) - t0 )) s"
+export MATHWORKLOG_RUNS=${MATHWORKLOG_RUNS:-$(mktemp -d)/runs}
+echo "== the exported modules match the notebooks"
+nbdev-export
+git diff --exit-code --stat -- mathworklog || { echo "mathworklog/ is out of sync with nbs/: run nbdev-export and commit"; exit 1; }
+echo "== the notebooks are clean"
+nbdev-clean
+git diff --exit-code --stat -- nbs || { echo "nbs/ is not clean: run nbdev-clean and commit"; exit 1; }
+echo "== the README is generated from nbs/index.ipynb"
+python tools/readme.py --check
+echo "== nbdev-test (every notebook, preset tiny)"
+nbdev-test --n-workers 2 --timing
+echo "== pytest"
+python -m pytest -q tests/ -m "not vllm and not gpu" -p no:cacheprovider
+echo "total: $(( $(date +%s) - t0 )) s"
