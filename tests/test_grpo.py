@@ -1,0 +1,49 @@
+"GRPO outside the notebook: recorded files, resume, and the server subprocess cleaned up when training fails."
+import json, sys
+from pathlib import Path
+import pandas as pd
+import pytest
+
+from mathworklog.core import load_tokenizer, model_path, new_run, _free_port
+from mathworklog.data import load_gsm8k, prepare
+from mathworklog.rewards import REWARD_WEIGHTS
+from mathworklog.grpo import train_grpo, VLLMServer, port_free, read_metrics, resolve_rollout
+
+STANDIN = [sys.executable, "-c", "import http.server,sys\nclass H(http.server.BaseHTTPRequestHandler):\n def do_GET(s): s.send_response(200); s.end_headers()\n def log_message(*a): pass\nhttp.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()"]
+
+def test_server_cleaned_up_when_trainer_fails():
+    port = _free_port()
+    srv = VLLMServer("unused", port=port, cmd=STANDIN + [str(port)], timeout=30)
+    with pytest.raises(RuntimeError, match="trainer crashed"):
+        with srv:
+            assert not port_free(port)                      # it really serves
+            raise RuntimeError("trainer crashed")
+    assert srv.proc.poll() is not None and port_free(port)
+
+def test_server_early_exit_is_a_clear_error():
+    srv = VLLMServer("unused", port=_free_port(), cmd=[sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"], timeout=30)
+    with pytest.raises(RuntimeError, match="exited with code 3"): srv.start()
+
+def test_rollout_mode_errors_never_hang():
+    with pytest.raises(Exception, match="needs vLLM"): resolve_rollout("server", 2, False)
+    with pytest.raises(RuntimeError, match="at least 2 GPUs"): resolve_rollout("server", 1, True)
+
+def test_grpo_records_and_resumes(tmp_path):
+    tok = load_tokenizer()
+    base = model_path("tiny", tok, "tiny")
+    recs = prepare(load_gsm8k("train", n=4))
+    run = new_run("grpo", "tiny", root=tmp_path)
+    kw = dict(model_path=base, records=recs, run_dir=str(run.path), prompts_per_step=2, num_generations=2,
+              max_completion_length=8, lora_r=4, save_steps=1)
+    a = train_grpo(steps=2, **kw)
+    assert a["steps"] == 2 and (run.path / "checkpoints" / "checkpoint-2" / "mathworklog_run.json").exists()
+    assert json.loads((run.path / "checkpoints" / "checkpoint-2" / "mathworklog_run.json").read_text())["run_id"] == run.id
+    b = train_grpo(steps=3, resume=True, **kw)
+    assert b["resumed_from"].endswith("checkpoint-2") and b["steps"] == 3
+    m = read_metrics(run.path)
+    train_rows = m[m["reward"].notna()]
+    assert train_rows.step.tolist() == [1, 2, 3]                      # continued, not restarted, no duplicates
+    r = pd.read_parquet(run.path / "rollouts.parquet")
+    assert len(r) == 3 * 2 * 2 and sorted(r.step.unique()) == [1, 2, 3]  # one row per completion per step
+    assert {"prompt", "completion", "advantage", "total", "run_id", *REWARD_WEIGHTS} <= set(r.columns)
+    assert {"entropy", "grad_norm", "zero_signal/total", "frac_reward_zero_std"} <= set(m.columns)
