@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # One device run on the lent H200 (no hub, no registry): install the carried wheels, point at the carried tokenizer and
 # GSM8K, then run `bench` (the three benchmarks) or `notebooks` (every chapter with papermill, preset gpu).
+# Prepare once, here: ../shared/tools/gpu-wheels (fills .whl/; add fastcore and liger-kernel wheels the same way), and
+#   mkdir -p .gpu && cp -r ../shared/data/qwen2.5-tokenizer .gpu/tokenizer && cp -r ../shared/data/gsm8k .gpu/gsm8k
+#   (both folders are listed in .git/info/exclude, never committed).
 # Usage (device tool, carry [".whl", ".gpu"]):  bash bench/gpu_run.sh bench|notebooks
 set -o pipefail
 FINAL=${OUT:-/tmp/out}; OUT=/tmp/work; mkdir -p "$OUT" "$FINAL"
