@@ -15,7 +15,7 @@ from .core import load_tokenizer, precision as precision_flags, seed_everything,
 from .data import completion_text
 from .rewards import REWARD_FUNCS, REWARD_WEIGHTS, weights_list, zero_signal_share
 from .evaluate import HFGenerator, evaluate, vllm_available
-from .sft import NaNGuard, RunStamp
+from .sft import NaNGuard, RunStamp, save_run_model
 from .sync import patch_trl_lora_sync
 
 # %% auto #0
@@ -262,10 +262,7 @@ def train_grpo(model_path: str, records: list[dict], run_dir: str, steps: int = 
     if tr.accelerator.is_main_process:
         r = join_rollouts(run_dir)
         if len(r): r.to_parquet(run_dir/"rollouts.parquet")
-        if guard.fired_at is None:
-            md = run_dir/"model"; tr.save_model(str(md)); tok.save_pretrained(md)
-            (md/"mathworklog_run.json").write_text(json.dumps(dict(run_id=run_dir.name, step=tr.state.global_step)))
-            out["model_dir"] = str(md)
+        if guard.fired_at is None: out["model_dir"] = save_run_model(tr, tok, run_dir)
     return out
 
 # %% ../nbs/07_grpo.ipynb #5ba28851

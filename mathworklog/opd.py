@@ -6,11 +6,10 @@ Docs: https://mathworklog.github.io/mathworklog/opd.html.md"""
 
 # %% ../nbs/06_opd.ipynb #54fa0352
 from __future__ import annotations
-import json
 from pathlib import Path
 import torch
 from .core import load_tokenizer, precision as precision_flags, seed_everything
-from .sft import NaNGuard, RunStamp
+from .sft import NaNGuard, RunStamp, save_run_model
 
 # %% auto #0
 __all__ = ['trim_vocab', 'teacher_report', 'reverse_kl', 'train_opd']
@@ -81,8 +80,5 @@ def train_opd(student_path: str, teacher_path: str, records: list[dict], run_dir
     losses = [h["loss"] for h in tr.state.log_history if "loss" in h]
     out = dict(run_id=run_id, steps=tr.state.global_step, first_loss=losses[0] if losses else None, last_loss=losses[-1] if losses else None,
                kl_before=kl_before, kl_after=kl_after, nan_step=guard.fired_at, model_dir=None)
-    if guard.fired_at is None and tr.accelerator.is_main_process:
-        md = Path(run_dir)/"model"; tr.save_model(str(md)); tok.save_pretrained(md)
-        (md/"mathworklog_run.json").write_text(json.dumps(dict(run_id=run_id, step=tr.state.global_step)))
-        out["model_dir"] = str(md)
+    if guard.fired_at is None and tr.accelerator.is_main_process: out["model_dir"] = save_run_model(tr, tok, run_dir)
     return out

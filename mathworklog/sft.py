@@ -13,7 +13,7 @@ from transformers import TrainerCallback
 from .core import load_tokenizer, precision as precision_flags, seed_everything
 
 # %% auto #0
-__all__ = ['sft_dataset', 'NaNGuard', 'RunStamp', 'sft_config', 'train_sft']
+__all__ = ['sft_dataset', 'NaNGuard', 'stamp', 'RunStamp', 'save_run_model', 'sft_config', 'train_sft']
 
 # %% ../nbs/05_sft.ipynb #8bce1087
 def sft_dataset(records: list[dict]):
@@ -36,13 +36,23 @@ class NaNGuard(TrainerCallback):
     def on_step_end(self, args, state, control, **kw):
         if self.fired_at is not None: control.should_save = False
 
+def stamp(folder, run_id: str, step: int):
+    "Write `mathworklog_run.json` (run id, step) into a checkpoint or model folder."
+    (Path(folder)/"mathworklog_run.json").write_text(json.dumps(dict(run_id=run_id, step=step)))
+
 class RunStamp(TrainerCallback):
     "Write `mathworklog_run.json` (run id, step) into every checkpoint."
     def __init__(self, run_id: str): self.run_id = run_id
     def on_save(self, args, state, control, **kw):
         if not state.is_world_process_zero: return
         d = Path(args.output_dir)/f"checkpoint-{state.global_step}"
-        if d.exists(): (d/"mathworklog_run.json").write_text(json.dumps(dict(run_id=self.run_id, step=state.global_step)))
+        if d.exists(): stamp(d, self.run_id, state.global_step)
+
+def save_run_model(trainer, tokenizer, run_dir) -> str:
+    "Save a trainer's model (safetensors) and tokenizer to `<run_dir>/model`, stamped with the run id."
+    md = Path(run_dir)/"model"; trainer.save_model(str(md)); tokenizer.save_pretrained(md)
+    stamp(md, Path(run_dir).name, trainer.state.global_step)
+    return str(md)
 
 # %% ../nbs/05_sft.ipynb #a6ce663e
 def sft_config(out_dir: str, steps: int, lr: float, batch: int, precision: str = "auto", seed: int = 0, save_steps: int|None = None, **kw):
@@ -79,8 +89,5 @@ def train_sft(model_path: str, records: list[dict], run_dir: str, steps: int = 1
                last_loss=losses[-1] if losses else None, eval_loss_before=before, nan_step=guard.fired_at, model_dir=None)
     if guard.fired_at is None:
         out["eval_loss_after"] = tr.evaluate(eval_dataset=probe, metric_key_prefix="after")["after_loss"]
-        if tr.accelerator.is_main_process:
-            md = Path(run_dir)/"model"; tr.save_model(str(md)); tok.save_pretrained(md)
-            (md/"mathworklog_run.json").write_text(json.dumps(dict(run_id=run_id, step=tr.state.global_step)))
-            out["model_dir"] = str(md)
+        if tr.accelerator.is_main_process: out["model_dir"] = save_run_model(tr, tok, run_dir)
     return out
