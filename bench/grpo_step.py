@@ -1,6 +1,7 @@
 """GRPO step time on one GPU, 16 prompts x 8 completions x 256 tokens, LoRA r16, split into generation, reward scoring
-and training: TRL's default HF path (dynamic cache, gradient checkpointing) against mathworklog's settings (compiled
-static-cache generation, no gradient checkpointing), bf16 autocast and fp32, all in the same run.
+and training: TRL's default HF path (dynamic cache, unmerged adapter, fp32 sampling) against mathworklog's fast rollouts
+(`grpo.fast_rollouts`: compiled static cache, merged adapter, bf16 autocast when training uses it, prompts padded to 64),
+bf16 autocast and fp32, all in the same run; gradient checkpointing on in every variant.
 Saves bench/results/grpo_step.json (or $OUT)."""
 import statistics, tempfile, time
 import torch
@@ -42,14 +43,16 @@ for v in a.variants:
         T = _make_recording_trainer(); clock = Clock()
         tr = T(model=AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32), reward_funcs=REWARD_FUNCS, args=cfg,
                train_dataset=ds, processing_class=tok, peft_config=lora_config(16), callbacks=[clock], fast_generation=ours and gpu)
-        gen, rew = [], []
+        gen, rew = [], []; graphs0 = int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
         timer(tr, "_generate", gen); timer(tr, "_calculate_rewards", rew)
         tr.train()
     s = slice(1, None)                                   # step 1 holds compilation and warm-up: report the median of the rest
     step, g, r = statistics.median(clock.steps[s]), statistics.median(gen[s]), statistics.median(rew[s])
     res[v] = dict(step_s=step, generation_s=g, rewards_s=r, training_s=step - g - r, first_step_s=clock.steps[0],
-                  peak_gib=torch.cuda.max_memory_allocated() / 2**30 if gpu else None, all_steps_s=clock.steps)
-    print(v, {k: (round(x, 2) if isinstance(x, float) else x) for k, x in res[v].items() if k != "all_steps_s"}, flush=True)
+                  peak_gib=torch.cuda.max_memory_allocated() / 2**30 if gpu else None, all_steps_s=clock.steps,
+                  all_generation_s=gen, tokens_per_step=a.prompts * 8 * a.new, generation_tok_s=a.prompts * 8 * a.new / g,
+                  compiled_graphs=int(torch._dynamo.utils.counters["stats"]["unique_graphs"]) - graphs0)
+    print(v, {k: (round(x, 2) if isinstance(x, float) else x) for k, x in res[v].items() if not k.startswith("all_")}, flush=True)
 for prec in ("bf16", "fp32"):
     b, o = res.get(f"trl_default:{prec}"), res.get(f"mathworklog:{prec}")
     if b and o: res[f"ratio_{prec}"] = b["step_s"] / o["step_s"]; print(f"{prec}: TRL default {b['step_s']:.2f} s/step, mathworklog {o['step_s']:.2f} s/step, {res[f'ratio_{prec}']:.2f}x")

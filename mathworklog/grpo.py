@@ -7,6 +7,7 @@ Docs: https://mathworklog.github.io/mathworklog/grpo.html.md"""
 # %% ../nbs/07_grpo.ipynb #259818dc
 from __future__ import annotations
 import json, os, shutil, signal, socket, subprocess, tempfile, time, urllib.request
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 import pandas as pd
 import torch
@@ -19,9 +20,9 @@ from .sft import NaNGuard, RunStamp, save_run_model
 from .sync import patch_trl_lora_sync
 
 # %% auto #0
-__all__ = ['LORA_RANK', 'ENTROPY_LEVERS', 'PLOTS', 'lora_config', 'grpo_config', 'resolve_rollout', 'port_free', 'VLLMServer',
-           'enable_fast_generation', 'MetricsLogger', 'join_rollouts', 'EvalCallback', 'latest_checkpoint',
-           'train_grpo', 'read_metrics', 'plot_metrics']
+__all__ = ['LORA_RANK', 'ENTROPY_LEVERS', 'ROLLOUT_PAD', 'PLOTS', 'lora_config', 'grpo_config', 'resolve_rollout', 'port_free',
+           'VLLMServer', 'enable_fast_generation', 'fast_rollouts', 'MetricsLogger', 'join_rollouts', 'EvalCallback',
+           'latest_checkpoint', 'train_grpo', 'read_metrics', 'plot_metrics']
 
 # %% ../nbs/07_grpo.ipynb #d7e1f691
 LORA_RANK = 16
@@ -132,18 +133,11 @@ def _make_recording_trainer():
         "GRPOTrainer that records every rollout and the zero-signal share per reward."
         def __init__(self, *a, run_dir: str|None = None, fast_generation: bool = False, **kw):
             super().__init__(*a, **kw); self.run_dir, self._rows = Path(run_dir) if run_dir else None, []
-            self._merge_for_generation = bool(fast_generation and not self.use_vllm)
-            if self._merge_for_generation: enable_fast_generation(self)
-        def _generate(self, prompts):
-            # fast path: sample from the merged weights (plain linears, no per-layer adapter matmuls), then unmerge;
-            # the weights are fp32 masters, where a merge/unmerge cycle moves them by ~4e-9 relative (chapter 08)
-            from accelerate.utils import is_peft_model
-            m = self.accelerator.unwrap_model(self.model)
-            if not (self._merge_for_generation and is_peft_model(m)): return super()._generate(prompts)
-            with torch.no_grad(): m.merge_adapter()
-            try: return super()._generate(prompts)
-            finally:
-                with torch.no_grad(): m.unmerge_adapter()
+            self.fast_generation = bool(fast_generation and not self.use_vllm)
+            if self.fast_generation: enable_fast_generation(self)
+        def _generate_single_turn(self, *a, **kw):
+            if not self.fast_generation: return super()._generate_single_turn(*a, **kw)
+            with fast_rollouts(self): return super()._generate_single_turn(*a, **kw)
         def _generate_and_score_completions(self, inputs):
             out = super()._generate_and_score_completions(inputs)
             G, L = self.num_generations, self._logs
@@ -167,14 +161,32 @@ def _make_recording_trainer():
     return RecordingGRPOTrainer
 
 # %% ../nbs/07_grpo.ipynb #27089aff
+ROLLOUT_PAD = 64
+
 def enable_fast_generation(trainer):
     "Give a GRPOTrainer's HF rollouts a static, compiled KV cache (CUDA graphs)."
     from transformers import CompileConfig
-    for cfg in (trainer.generation_config,):
-        cfg.cache_implementation, cfg.disable_compile = "static", False
-        cfg.compile_config = CompileConfig(mode="reduce-overhead", fullgraph=False)
+    cfg = trainer.generation_config
+    cfg.cache_implementation, cfg.disable_compile = "static", False
+    cfg.compile_config = CompileConfig(mode="reduce-overhead", fullgraph=False)
     trainer.generation_kwargs.update(cache_implementation="static")
     return trainer
+
+@contextmanager
+def fast_rollouts(trainer, pad: int = ROLLOUT_PAD):
+    "For one HF rollout batch: merge the LoRA adapter, pad prompts to a multiple of `pad`, autocast as training does."
+    from accelerate.utils import is_peft_model
+    m, saved = trainer.accelerator.unwrap_model(trainer.model), trainer.pad_to_multiple_of
+    peft = is_peft_model(m)
+    amp = torch.autocast(m.device.type, dtype=torch.bfloat16) if trainer.args.bf16 else nullcontext()
+    with torch.no_grad():
+        if peft: m.merge_adapter()
+        trainer.pad_to_multiple_of = pad
+        try:
+            with amp: yield m
+        finally:
+            trainer.pad_to_multiple_of = saved
+            if peft: m.unmerge_adapter()
 
 # %% ../nbs/07_grpo.ipynb #aa8d7172
 class MetricsLogger(TrainerCallback):
