@@ -1,6 +1,6 @@
 """GRPO step time on one GPU, 16 prompts x 8 completions x 256 tokens, LoRA r16, split into generation, reward scoring
 and training: TRL's default HF path (dynamic cache, unmerged adapter, fp32 sampling) against mathworklog's fast rollouts
-(`grpo.fast_rollouts`: compiled static cache, merged adapter, bf16 autocast when training uses it, prompts padded to 64),
+(`grpo.fast_rollouts`: compiled static cache, merged adapter, prompts padded to 64),
 bf16 autocast and fp32, all in the same run; gradient checkpointing on in every variant.
 Saves bench/results/grpo_step.json (or $OUT)."""
 import statistics, tempfile, time

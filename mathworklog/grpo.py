@@ -7,7 +7,7 @@ Docs: https://mathworklog.github.io/mathworklog/grpo.html.md"""
 # %% ../nbs/07_grpo.ipynb #259818dc
 from __future__ import annotations
 import json, os, shutil, signal, socket, subprocess, tempfile, time, urllib.request
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 import pandas as pd
 import torch
@@ -174,16 +174,15 @@ def enable_fast_generation(trainer):
 
 @contextmanager
 def fast_rollouts(trainer, pad: int = ROLLOUT_PAD):
-    "For one HF rollout batch: merge the LoRA adapter, pad prompts to a multiple of `pad`, autocast as training does."
+    "For one HF rollout batch: merge the LoRA adapter and pad prompts to a multiple of `pad`."
     from accelerate.utils import is_peft_model
     m, saved = trainer.accelerator.unwrap_model(trainer.model), trainer.pad_to_multiple_of
     peft = is_peft_model(m)
-    amp = torch.autocast(m.device.type, dtype=torch.bfloat16) if trainer.args.bf16 else nullcontext()
     with torch.no_grad():
         if peft: m.merge_adapter()
         trainer.pad_to_multiple_of = pad
         try:
-            with amp: yield m
+            yield m
         finally:
             trainer.pad_to_multiple_of = saved
             if peft: m.unmerge_adapter()
