@@ -1,14 +1,15 @@
 """GRPO step time on one GPU, 16 prompts x 8 completions x 256 tokens, LoRA r16, split into generation, reward scoring
-and training: TRL's default HF path (dynamic cache, unmerged adapter, fp32 sampling) against mathworklog's fast rollouts
-(`grpo.fast_rollouts`: compiled static cache, merged adapter, prompts padded to 64),
-bf16 autocast and fp32, all in the same run; gradient checkpointing on in every variant.
-Saves bench/results/grpo_step.json (or $OUT)."""
+and training: TRL's default HF path (the training model itself: fp32 weights, unmerged adapter, dynamic cache, no
+compilation) against mathworklog's `grpo.RolloutEngine` (a bf16 copy synced with the merged weights after every step,
+sampling through chapter 02's fast path), bf16 autocast and fp32 training, all in the same run; gradient
+checkpointing on in every variant. For the engine it also reports how far the copy's per-token log-probs of its own
+samples are from the trainer's (the sampler/trainer mismatch). Saves bench/results/grpo_step.json (or $OUT)."""
 import statistics, tempfile, time
 import torch
 from transformers import AutoModelForCausalLM, TrainerCallback
 from _common import args, device, sync, save
 from mathworklog.core import load_tokenizer, model_path
-from mathworklog.data import load_gsm8k, prepare
+from mathworklog.data import load_gsm8k, prepare, render_prompt
 from mathworklog.rewards import REWARD_FUNCS
 from mathworklog.grpo import grpo_config, lora_config, _make_recording_trainer
 from datasets import Dataset
@@ -31,6 +32,24 @@ def timer(obj, name, store):
         sync(); t0 = time.perf_counter(); out = f(*x, **k); sync(); store.append(time.perf_counter() - t0); return out
     setattr(obj, name, wrapped)
 
+def logprob_mismatch(tr, prec, n=8):
+    "Mean and max |log p_trainer - log p_copy| per sampled token, over n prompts sampled from the copy."
+    from trl.trainer.utils import selective_log_softmax
+    eng, m = tr.rollouts, tr.accelerator.unwrap_model(tr.model)
+    ids = [tok(render_prompt(tok, r["question"]), add_special_tokens=False)["input_ids"] for r in recs[:n]]
+    eng.sync(); comp = eng.rollout(tr, ids)
+    seqs = [p + c for p, c in zip(ids, comp)]; L = max(map(len, seqs))
+    x = torch.tensor([[tok.pad_token_id] * (L - len(s)) + s for s in seqs], device=eng.device)
+    mask = torch.tensor([[0] * (L - len(s)) + [1] * len(s) for s in seqs], device=eng.device)
+    keep = torch.zeros_like(mask, dtype=torch.bool)
+    for i, (s, c) in enumerate(zip(seqs, comp)): keep[i, L - len(c):] = True        # the completion tokens
+    def lp(model, autocast):
+        with torch.no_grad(), torch.autocast("cuda", torch.bfloat16, enabled=autocast):
+            logits = model(input_ids=x, attention_mask=mask).logits[:, :-1].float()
+        return selective_log_softmax(logits, x[:, 1:])[keep[:, 1:]]
+    d = (lp(m, prec == "bf16" and gpu) - lp(eng.model, False)).abs()
+    return dict(mean=float(d.mean()), max=float(d.max()), tokens=int(d.numel()))
+
 res = {}
 for v in a.variants:
     kind, prec = v.split(":")
@@ -42,17 +61,20 @@ for v in a.variants:
         if gpu: torch.cuda.reset_peak_memory_stats()
         T = _make_recording_trainer(); clock = Clock()
         tr = T(model=AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32), reward_funcs=REWARD_FUNCS, args=cfg,
-               train_dataset=ds, processing_class=tok, peft_config=lora_config(16), callbacks=[clock], fast_generation=ours and gpu)
+               train_dataset=ds, processing_class=tok, peft_config=lora_config(16), callbacks=[clock], fast_generation=ours)
         gen, rew = [], []; graphs0 = int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
         timer(tr, "_generate", gen); timer(tr, "_calculate_rewards", rew)
         tr.train()
+        mismatch = logprob_mismatch(tr, prec) if tr.rollouts is not None else None
     s = slice(1, None)                                   # step 1 holds compilation and warm-up: report the median of the rest
     step, g, r = statistics.median(clock.steps[s]), statistics.median(gen[s]), statistics.median(rew[s])
     res[v] = dict(step_s=step, generation_s=g, rewards_s=r, training_s=step - g - r, first_step_s=clock.steps[0],
                   peak_gib=torch.cuda.max_memory_allocated() / 2**30 if gpu else None, all_steps_s=clock.steps,
                   all_generation_s=gen, tokens_per_step=a.prompts * 8 * a.new, generation_tok_s=a.prompts * 8 * a.new / g,
-                  compiled_graphs=int(torch._dynamo.utils.counters["stats"]["unique_graphs"]) - graphs0)
-    print(v, {k: (round(x, 2) if isinstance(x, float) else x) for k, x in res[v].items() if not k.startswith("all_")}, flush=True)
+                  compiled_graphs=int(torch._dynamo.utils.counters["stats"]["unique_graphs"]) - graphs0,
+                  rollout_dtype=str(tr.rollouts.dtype) if tr.rollouts is not None else "float32 (training model)",
+                  logprob_mismatch=mismatch)
+    print(v, {k: (round(x, 3) if isinstance(x, float) else x) for k, x in res[v].items() if not k.startswith("all_")}, flush=True)
 for prec in ("bf16", "fp32"):
     b, o = res.get(f"trl_default:{prec}"), res.get(f"mathworklog:{prec}")
     if b and o: res[f"ratio_{prec}"] = b["step_s"] / o["step_s"]; print(f"{prec}: TRL default {b['step_s']:.2f} s/step, mathworklog {o['step_s']:.2f} s/step, {res[f'ratio_{prec}']:.2f}x")

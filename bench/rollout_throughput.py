@@ -1,6 +1,9 @@
-"""Rollout throughput of mathworklog's generation path (HFGenerator, fast=True: static KV cache compiled with CUDA graphs)
-against plain `model.generate`, measured in the same run, at batch 64 and 512, sampling, stopping at <|im_end|>; and
-whether greedy outputs are identical. Prints the ratios and saves bench/results/rollout_throughput.json (or $OUT)."""
+"""Rollout throughput of mathworklog's generation path (HFGenerator, fast=True: a reused static KV cache, grouped-query
+decoding, the decode step compiled with CUDA graphs) against plain `model.generate`, measured in the same run, at
+batch 64 and 512, sampling, stopping at <|im_end|>; whether greedy outputs are identical (in fp32, where only the
+algorithm can differ, and in bf16, where kernels round differently); and a profile of a few fast decode steps.
+Prints the ratios and saves bench/results/rollout_throughput.json (or $OUT)."""
+import time
 import torch
 from transformers import AutoModelForCausalLM
 from _common import args, device, sync, timed, save
@@ -8,39 +11,58 @@ from mathworklog.core import load_tokenizer, model_path
 from mathworklog.data import load_gsm8k, render_prompt
 from mathworklog.evaluate import HFGenerator, stop_ids
 
-a = args(__doc__, batches=dict(type=int, nargs="+", default=[64, 512]), new=dict(type=int, default=256))
-dev = device(); tok = load_tokenizer()
+a = args(__doc__, batches=dict(type=int, nargs="+", default=[64, 512]), new=dict(type=int, default=256),
+         greedy_tokens=dict(type=int, default=64), profile_steps=dict(type=int, default=16))
+dev = device(); tok = load_tokenizer(); tok.padding_side = "left"
 path = model_path("shaped" if a.preset == "gpu" else "tiny", tok, a.preset)
-model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16 if dev == "cuda" else torch.float32).to(dev).eval()
-qs = load_gsm8k("test", n=max(a.batches))
-prompts = [render_prompt(tok, q["question"]) for q in qs]
+load = lambda dtype: AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(dev).eval()
+model = load(torch.bfloat16 if dev == "cuda" else torch.float32)
+prompts = [render_prompt(tok, q["question"]) for q in load_gsm8k("test", n=max(a.batches))]
 stops = torch.tensor(stop_ids(tok) + [tok.pad_token_id], device=dev)
 
-def plain(enc, new, sample=True):
+def plain(m, enc, new, sample=True):
     kw = dict(do_sample=True, temperature=1.0, top_k=0, top_p=1.0) if sample else dict(do_sample=False)
     with torch.inference_mode():
-        return model.generate(**enc, max_new_tokens=new, eos_token_id=stop_ids(tok), pad_token_id=tok.pad_token_id, **kw)
+        return m.generate(**enc, max_new_tokens=new, eos_token_id=stop_ids(tok), pad_token_id=tok.pad_token_id, **kw)
 
 def n_tokens(out, plen): return int((~torch.isin(out[:, plen:], stops)).sum())
+def encode(B): return tok(prompts[:B], return_tensors="pt", padding=True, add_special_tokens=False).to(dev)
+
+def profile(fast, enc, steps):
+    "Wall time per decode step against the GPU kernel time inside it, and the kernels that take longest."
+    from torch.profiler import profile as prof, ProfilerActivity
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev == "cuda" else [])
+    with prof(activities=acts) as p:
+        sync(); t0 = time.perf_counter(); fast._generate(enc, 1, 1.0, steps); sync(); wall = time.perf_counter() - t0
+    ev = [e for e in p.key_averages() if getattr(e, "device_time_total", 0) > 0] if dev == "cuda" else []
+    kernel_us = sum(e.self_device_time_total for e in ev)
+    top = sorted(ev, key=lambda e: -e.self_device_time_total)[:8]
+    return dict(wall_ms_per_step=1e3 * wall / steps, gpu_kernel_ms_per_step=kernel_us / 1e3 / steps,
+                top_kernels=[(e.key[:80], round(e.self_device_time_total / 1e3 / steps, 3), e.count) for e in top])
 
 res = {}
 for B in a.batches:
-    tok.padding_side = "left"
-    enc = tok(prompts[:B], return_tensors="pt", padding=True, add_special_tokens=False).to(dev)
-    plen = enc["input_ids"].shape[1]
+    enc = encode(B); plen = enc["input_ids"].shape[1]
     fast = HFGenerator(model, tok, batch_size=B, fast=True)
-    plain(enc, 8)                                                               # warm-up
-    sync(); import time; t0 = time.perf_counter(); fast._generate(enc, 1, 1.0, a.new); sync(); compile_s = time.perf_counter() - t0
-    tp, op = timed(lambda: plain(enc, a.new)); tf, of = timed(lambda: fast._generate(enc, 1, 1.0, a.new))
+    plain(model, enc, 8)                                                        # warm-up
+    sync(); t0 = time.perf_counter(); fast._generate(enc, 1, 1.0, a.new); sync(); compile_s = time.perf_counter() - t0
+    tp, op = timed(lambda: plain(model, enc, a.new)); tf, of = timed(lambda: fast._generate(enc, 1, 1.0, a.new))
     r = dict(prompt_tokens=plen, plain_tok_s=n_tokens(op, plen) / tp, fast_tok_s=n_tokens(of, plen) / tf,
-             plain_s=tp, fast_s=tf, first_fast_call_s=compile_s)
-    r["ratio"] = r["fast_tok_s"] / r["plain_tok_s"]; res[f"batch_{B}"] = r
-    print(f"batch {B}: plain {r['plain_tok_s']:.0f} tok/s, fast {r['fast_tok_s']:.0f} tok/s, ratio {r['ratio']:.2f}x", flush=True)
+             plain_s=tp, fast_s=tf, first_fast_call_s=compile_s, tokens=n_tokens(of, plen))
+    r["ratio"] = r["fast_tok_s"] / r["plain_tok_s"]
+    if a.profile_steps: r["profile"] = profile(fast, enc, a.profile_steps)
+    res[f"batch_{B}"] = r
+    print(f"batch {B}: plain {r['plain_tok_s']:.0f} tok/s, fast {r['fast_tok_s']:.0f} tok/s, ratio {r['ratio']:.2f}x"
+          + (f"; fast step {r['profile']['wall_ms_per_step']:.2f} ms wall, {r['profile']['gpu_kernel_ms_per_step']:.2f} ms on the GPU"
+             if a.profile_steps else ""), flush=True)
 
-# greedy: identical outputs?
-B = min(a.batches); enc = tok(prompts[:B], return_tensors="pt", padding=True, add_special_tokens=False).to(dev)
-g_plain = plain(enc, 64, sample=False); g_fast = HFGenerator(model, tok, batch_size=B, fast=True)._generate(enc, 1, 0.0, 64)
-same = [torch.equal(x, y) for x, y in zip(g_plain, g_fast)]
-res["greedy_identical"] = sum(same) / len(same)
-print(f"greedy outputs identical for {sum(same)}/{len(same)} prompts", flush=True)
+# greedy: identical outputs? fp32 shows whether the algorithm is the same; bf16 adds the kernels' rounding
+B = min(a.batches); enc = encode(B)
+for name, m in [("fp32", load(torch.float32)), ("bf16", model)] if dev == "cuda" else [("fp32", model)]:
+    g_plain = plain(m, enc, a.greedy_tokens, sample=False)
+    g_fast = HFGenerator(m, tok, batch_size=B, fast=True)._generate(enc, 1, 0.0, a.greedy_tokens)
+    same = [torch.equal(x, y) for x, y in zip(g_plain, g_fast)]
+    res[f"greedy_identical_{name}"] = sum(same) / len(same)
+    print(f"greedy outputs identical ({name}) for {sum(same)}/{len(same)} prompts, {a.greedy_tokens} tokens", flush=True)
+    del m
 save(a, "rollout_throughput", res)

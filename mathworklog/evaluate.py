@@ -7,13 +7,15 @@ Docs: https://mathworklog.github.io/mathworklog/baseline.html.md"""
 # %% ../nbs/02_baseline.ipynb #47fbc674
 from __future__ import annotations
 import json, time
+from contextlib import contextmanager
 from dataclasses import dataclass
 import pandas as pd
 from .data import checks, render_prompt, strict_answer, lenient_answers, format_number
 
 # %% auto #0
-__all__ = ['CHECKS', 'CHECK_NAMES', 'Generation', 'stop_ids', 'HFGenerator', 'vllm_available', 'VLLMGenerator', 'make_generator',
-           'score_records', 'summarize', 'evaluate', 'table_frame']
+__all__ = ['GROUPED_DECODE', 'CHECKS', 'CHECK_NAMES', 'Generation', 'stop_ids', 'HFGenerator', 'grouped_decode_sdpa',
+           'register_grouped_decode', 'grouped_decoding', 'StaticCaches', 'cache_kwarg', 'fast_config', 'fast_generate',
+           'vllm_available', 'VLLMGenerator', 'make_generator', 'score_records', 'summarize', 'evaluate', 'table_frame']
 
 # %% ../nbs/02_baseline.ipynb #a994538d
 @dataclass
@@ -54,18 +56,82 @@ class HFGenerator:
 
 # %% ../nbs/02_baseline.ipynb #16fda6e6
 def _hf_generate(self, enc, n, temperature, max_new_tokens):
-    "One `model.generate` call under inference mode, with the static compiled cache when `fast`."
+    "One `model.generate` call under inference mode, through the fast path when `fast`."
     import torch
     from transformers import GenerationConfig
     kw = dict(max_new_tokens=max_new_tokens, num_return_sequences=n, eos_token_id=stop_ids(self.tok),
               pad_token_id=self.tok.pad_token_id, do_sample=temperature > 0)
     if temperature > 0: kw.update(temperature=temperature, top_p=1.0, top_k=0)
     if self.fast:
-        from transformers import CompileConfig
-        kw.update(cache_implementation="static", compile_config=CompileConfig(mode="reduce-overhead", fullgraph=False))
-    with torch.inference_mode():
-        return self.model.generate(**enc, generation_config=GenerationConfig(**kw))
+        self.caches = getattr(self, "caches", None) or StaticCaches(self.model.config)
+        return fast_generate(self.model, self.caches, GenerationConfig(**kw), **enc)
+    with torch.inference_mode(): return self.model.generate(**enc, generation_config=GenerationConfig(**kw))
 HFGenerator._generate = _hf_generate
+
+# %% ../nbs/02_baseline.ipynb #c2c11a1d
+GROUPED_DECODE = "sdpa_grouped_decode"
+
+def grouped_decode_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kw):
+    "SDPA for one-token decoding that reads each KV head once (its query heads as query positions); else transformers' sdpa."
+    import torch.nn.functional as F
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    g = getattr(module, "num_key_value_groups", 1)
+    if query.shape[2] != 1 or g == 1 or dropout or kw.get("position_bias") is not None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kw)
+    B, H, _, D = query.shape
+    out = F.scaled_dot_product_attention(query.reshape(B, key.shape[1], g, D), key, value, attn_mask=attention_mask, scale=scaling)
+    return out.reshape(B, H, 1, D).transpose(1, 2).contiguous(), None
+
+# %% ../nbs/02_baseline.ipynb #96616ab2
+def register_grouped_decode():
+    "Register `grouped_decode_sdpa` (and SDPA's mask) under `GROUPED_DECODE` with transformers' attention interfaces."
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+    AttentionInterface.register(GROUPED_DECODE, grouped_decode_sdpa)
+    AttentionMaskInterface.register(GROUPED_DECODE, sdpa_mask)
+    return GROUPED_DECODE
+
+@contextmanager
+def grouped_decoding(model):
+    "Switch an SDPA model to grouped decoding for the block (other attention implementations are left alone)."
+    before = model.config._attn_implementation
+    if before == "sdpa": model.set_attn_implementation(register_grouped_decode())
+    try: yield model
+    finally:
+        if before == "sdpa": model.set_attn_implementation(before)
+
+# %% ../nbs/02_baseline.ipynb #e47d69bf
+class StaticCaches:
+    "One reusable `StaticCache` per batch size, grown in steps of `bucket` tokens and reset between calls (use under inference mode)."
+    def __init__(self, config, bucket: int = 64): self.config, self.bucket, self.caches = config, bucket, {}
+    def get(self, batch: int, length: int):
+        import torch
+        from transformers import StaticCache
+        need = -(-length // self.bucket) * self.bucket
+        have, cache = self.caches.get(batch, (0, None))
+        if have >= need:
+            with torch.inference_mode(): cache.reset()
+            return cache
+        self.caches[batch] = (need, StaticCache(config=self.config, max_cache_len=need)); return self.caches[batch][1]
+
+def cache_kwarg() -> str:
+    "The name `generate` takes a cache under: `cache` in newer transformers, `past_key_values` before."
+    from transformers.generation import utils
+    return "cache" if "cache" in getattr(utils, "ALL_CACHE_NAMES", ()) else "past_key_values"
+
+def fast_config() -> dict:
+    "GenerationConfig fields for the fast path: compile the decode step with CUDA graphs (transformers' `CompileConfig`)."
+    from transformers import CompileConfig
+    return dict(disable_compile=False, compile_config=CompileConfig(mode="reduce-overhead", fullgraph=False))
+
+def fast_generate(model, caches: StaticCaches, generation_config, **inputs):
+    "`model.generate` with a reused static cache, grouped decoding and CUDA graphs, under inference mode."
+    import copy, torch
+    gc = copy.deepcopy(generation_config); gc.cache_implementation = None; gc.update(**fast_config())
+    ids = inputs["input_ids"]
+    with torch.inference_mode(), grouped_decoding(model):
+        cache = caches.get(ids.shape[0] * (gc.num_return_sequences or 1), ids.shape[1] + gc.max_new_tokens)
+        return model.generate(**inputs, **{cache_kwarg(): cache}, generation_config=gc)
 
 # %% ../nbs/02_baseline.ipynb #af192a64
 def vllm_available() -> bool:

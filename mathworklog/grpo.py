@@ -6,7 +6,7 @@ Docs: https://mathworklog.github.io/mathworklog/grpo.html.md"""
 
 # %% ../nbs/07_grpo.ipynb #259818dc
 from __future__ import annotations
-import json, os, shutil, signal, socket, subprocess, tempfile, time, urllib.request
+import copy, json, os, shutil, signal, socket, subprocess, tempfile, time, urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 import pandas as pd
@@ -15,13 +15,13 @@ from transformers import TrainerCallback
 from .core import load_tokenizer, precision as precision_flags, seed_everything, MissingResourceError
 from .data import completion_text
 from .rewards import REWARD_FUNCS, REWARD_WEIGHTS, weights_list, zero_signal_share
-from .evaluate import HFGenerator, evaluate, vllm_available
+from .evaluate import HFGenerator, StaticCaches, evaluate, fast_generate, vllm_available
 from .sft import NaNGuard, RunStamp, save_run_model
 from .sync import patch_trl_lora_sync
 
 # %% auto #0
-__all__ = ['LORA_RANK', 'ENTROPY_LEVERS', 'ROLLOUT_PAD', 'PLOTS', 'lora_config', 'grpo_config', 'resolve_rollout', 'port_free',
-           'VLLMServer', 'enable_fast_generation', 'fast_rollouts', 'MetricsLogger', 'join_rollouts', 'EvalCallback',
+__all__ = ['LORA_RANK', 'ENTROPY_LEVERS', 'PLOTS', 'lora_config', 'grpo_config', 'resolve_rollout', 'port_free', 'VLLMServer',
+           'merged_weights', 'RolloutEngine', 'attach_rollout_engine', 'MetricsLogger', 'join_rollouts', 'EvalCallback',
            'latest_checkpoint', 'train_grpo', 'read_metrics', 'plot_metrics']
 
 # %% ../nbs/07_grpo.ipynb #d7e1f691
@@ -130,14 +130,11 @@ VLLMServer.__exit__ = lambda self, *exc: self.stop()
 def _make_recording_trainer():
     from trl import GRPOTrainer
     class RecordingGRPOTrainer(GRPOTrainer):
-        "GRPOTrainer that records every rollout and the zero-signal share per reward."
+        "GRPOTrainer that records every rollout and the zero-signal share per reward, with HF rollouts from a `RolloutEngine`."
         def __init__(self, *a, run_dir: str|None = None, fast_generation: bool = False, **kw):
             super().__init__(*a, **kw); self.run_dir, self._rows = Path(run_dir) if run_dir else None, []
-            self.fast_generation = bool(fast_generation and not self.use_vllm)
-            if self.fast_generation: enable_fast_generation(self)
-        def _generate_single_turn(self, *a, **kw):
-            if not self.fast_generation: return super()._generate_single_turn(*a, **kw)
-            with fast_rollouts(self): return super()._generate_single_turn(*a, **kw)
+            self.rollouts = attach_rollout_engine(self) if fast_generation else None
+            self.fast_generation = self.rollouts is not None
         def _generate_and_score_completions(self, inputs):
             out = super()._generate_and_score_completions(inputs)
             G, L = self.num_generations, self._logs
@@ -160,32 +157,87 @@ def _make_recording_trainer():
                 df.to_parquet(d/f"step-{int(df.step.max()):06d}.parquet"); self._rows = []
     return RecordingGRPOTrainer
 
-# %% ../nbs/07_grpo.ipynb #27089aff
-ROLLOUT_PAD = 64
+# %% ../nbs/07_grpo.ipynb #abf12c81
+def _lora_weight(mod):
+    "A LoRA layer's weight as inference sees it: the base weight plus each active adapter's update."
+    w = mod.get_base_layer().weight
+    if mod.merged or mod.disable_adapters: return w
+    for a in mod.active_adapters:
+        if a in mod.lora_A: w = w + mod.get_delta_weight(a)
+    return w
 
-def enable_fast_generation(trainer):
-    "Give a GRPOTrainer's HF rollouts a static, compiled KV cache (CUDA graphs)."
-    from transformers import CompileConfig
-    cfg = trainer.generation_config
-    cfg.cache_implementation, cfg.disable_compile = "static", False
-    cfg.compile_config = CompileConfig(mode="reduce-overhead", fullgraph=False)
-    trainer.generation_kwargs.update(cache_implementation="static")
-    return trainer
+def merged_weights(model) -> dict:
+    "Parameter name (as in the plain model) → a function returning its current inference weight, LoRA merged."
+    from peft.tuners.lora import LoraLayer
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    out = {}
+    for name, mod in base.named_modules():
+        if isinstance(mod, LoraLayer):
+            if any(mod.use_dora.get(a) for a in mod.active_adapters): raise NotImplementedError(f"{name}: DoRA is not supported by RolloutEngine")
+            out[f"{name}.weight"] = lambda mod=mod: _lora_weight(mod)
+            if getattr(mod.get_base_layer(), "bias", None) is not None: out[f"{name}.bias"] = lambda mod=mod: mod.get_base_layer().bias
+    for n, _ in base.named_parameters():
+        plain = n.replace(".base_layer.", ".")
+        if ".lora_" not in n and plain not in out: out[plain] = lambda n=n: base.get_parameter(n)
+    return out
 
-@contextmanager
-def fast_rollouts(trainer, pad: int = ROLLOUT_PAD):
-    "For one HF rollout batch: merge the LoRA adapter and pad prompts to a multiple of `pad`."
-    from accelerate.utils import is_peft_model
-    m, saved = trainer.accelerator.unwrap_model(trainer.model), trainer.pad_to_multiple_of
-    peft = is_peft_model(m)
-    with torch.no_grad():
-        if peft: m.merge_adapter()
-        trainer.pad_to_multiple_of = pad
-        try:
-            yield m
-        finally:
-            trainer.pad_to_multiple_of = saved
-            if peft: m.unmerge_adapter()
+# %% ../nbs/07_grpo.ipynb #3d0e974d
+class RolloutEngine:
+    "A separate inference copy of the policy (bf16 on a GPU) for HF rollouts, refreshed in place from the merged weights."
+    def __init__(self, model, dtype=None):
+        from accelerate import init_empty_weights
+        from transformers import AutoModelForCausalLM
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        p0 = next(base.parameters()); self.device = p0.device
+        self.dtype = dtype or (torch.bfloat16 if p0.device.type == "cuda" else p0.dtype)
+        with init_empty_weights(include_buffers=True):
+            m = AutoModelForCausalLM.from_config(base.config, dtype=self.dtype, attn_implementation="sdpa")
+        self.model = m.to_empty(device=self.device).eval().requires_grad_(False)
+        self.model.tie_weights()                                       # to_empty gives tied weights separate storage
+        self.model.generation_config = copy.deepcopy(base.generation_config)
+        src, dst = merged_weights(model), dict(self.model.named_parameters())
+        if set(dst) - set(src): raise NotImplementedError(f"no source for {sorted(set(dst) - set(src))[:3]} in the policy")
+        self.plan = [(dst[n], src[n]) for n in dst]
+        self.plan += [(b, lambda n=n: base.get_buffer(n)) for n, b in self.model.named_buffers()]
+        self.caches, self.synced_step = StaticCaches(self.model.config), None
+        self.sync()
+
+# %% ../nbs/07_grpo.ipynb #483d8670
+@torch.no_grad()
+def _sync(self):
+    "Copy the policy's current inference weights (and buffers) into the copy, in place; return self."
+    for dst, get in self.plan: dst.copy_(get())
+    return self
+
+def _generate(self, input_ids, attention_mask, generation_config):
+    "Sample from the copy with chapter 02's fast path (reused static cache, grouped decoding, CUDA graphs)."
+    return fast_generate(self.model, self.caches, generation_config, input_ids=input_ids, attention_mask=attention_mask)
+
+def _rollout(self, trainer, prompt_ids) -> list[list[int]]:
+    "TRL's HF rollout on the copy: sync when the step moved, left-pad, sample, cut each completion after its first EOS."
+    from trl.trainer.utils import pad
+    if self.synced_step != trainer.state.global_step: self.sync(); self.synced_step = trainer.state.global_step
+    ids = [torch.tensor(p) for p in prompt_ids]
+    x = pad(ids, padding_value=trainer._tokenizer.pad_token_id, padding_side="left").to(self.device)
+    mask = pad([torch.ones_like(t) for t in ids], padding_value=0, padding_side="left").to(self.device)
+    out, eos = self.generate(x, mask, trainer.generation_config)[:, x.shape[1]:].tolist(), set(trainer.eos_token_ids)
+    return [c[:next((i + 1 for i, t in enumerate(c) if t in eos), len(c))] for c in out]
+
+RolloutEngine.sync, RolloutEngine.generate, RolloutEngine.rollout = _sync, _generate, _rollout
+
+# %% ../nbs/07_grpo.ipynb #178b7dc2
+def attach_rollout_engine(trainer, dtype=None):
+    "Have a TRL `GRPOTrainer` take its HF rollouts from a `RolloutEngine` (`trainer.rollouts`); None where it can't apply."
+    sharded = getattr(trainer, "is_fsdp_enabled", False) or getattr(trainer, "is_deepspeed_enabled", False)
+    if trainer.use_vllm or sharded: return None
+    trainer.rollouts, own = RolloutEngine(trainer.accelerator.unwrap_model(trainer.model), dtype), trainer._generate_single_turn
+    def _generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        eng = trainer.rollouts
+        if eng is None or multimodal_fields or (images and any(x is not None for x in images)):
+            return own(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
+        return eng.rollout(trainer, prompt_ids), None
+    trainer._generate_single_turn = _generate_single_turn
+    return trainer.rollouts
 
 # %% ../nbs/07_grpo.ipynb #aa8d7172
 class MetricsLogger(TrainerCallback):
@@ -210,13 +262,18 @@ def join_rollouts(run_dir, upto: int|None = None) -> pd.DataFrame:
 
 # %% ../nbs/07_grpo.ipynb #4e37ba45
 class EvalCallback(TrainerCallback):
-    "Score the test questions every `every` steps (k samples, T=1) and greedily at the end."
+    "Score the test questions every `every` steps (k samples, T=1) and greedily at the end (on the rollout copy when there is one)."
     def __init__(self, tokenizer, records, run, every: int = 50, k: int = 4, batch_size: int = 64, max_new_tokens: int = 512):
         self.tok, self.records, self.run, self.every, self.k = tokenizer, records, run, every, k
         self.batch_size, self.max_new_tokens, self.pending, self.final = batch_size, max_new_tokens, {}, None
+        self.engine, self._gen = None, None
+    def _generator(self, model):
+        if self.engine is None: return HFGenerator(model, self.tok, self.batch_size, fast=False)
+        self.engine.sync(); self._gen = self._gen or HFGenerator(self.engine.model, self.tok, self.batch_size, fast=True)
+        return self._gen
     def _eval(self, model, name, n, temperature):
         was = model.training; model.eval()
-        try: _, t = evaluate(HFGenerator(model, self.tok, self.batch_size, fast=False), self.tok, self.records, n=n,
+        try: _, t = evaluate(self._generator(model), self.tok, self.records, n=n,
                               temperature=temperature, max_new_tokens=self.max_new_tokens, run=self.run, name=name)
         finally: model.train(was)
         return t
@@ -261,6 +318,7 @@ def train_grpo(model_path: str, records: list[dict], run_dir: str, steps: int = 
     tr = T(model=m, reward_funcs=REWARD_FUNCS, args=cfg, train_dataset=ds, processing_class=tok, peft_config=lora_config(lora_r),
            callbacks=[guard, RunStamp(run_dir.name), ev, MetricsLogger(run_dir/"metrics.jsonl")], run_dir=str(run_dir),
            fast_generation=torch.cuda.is_available() if fast_generation is None else fast_generation)
+    ev.engine = tr.rollouts
     ckpt = latest_checkpoint(run_dir) if resume else None
     if ckpt: join_rollouts(run_dir, upto=int(ckpt.rsplit("-", 1)[1]))
     t0 = time.perf_counter()

@@ -47,3 +47,18 @@ def test_grpo_records_and_resumes(tmp_path):
     assert len(r) == 3 * 2 * 2 and sorted(r.step.unique()) == [1, 2, 3]  # one row per completion per step
     assert {"prompt", "completion", "advantage", "total", "run_id", *REWARD_WEIGHTS} <= set(r.columns)
     assert {"entropy", "grad_norm", "zero_signal/total", "frac_reward_zero_std"} <= set(m.columns)
+
+def test_grpo_with_rollout_engine_evaluates_and_resumes(tmp_path):
+    "The RolloutEngine path (what a GPU runs) on the CPU: training, evaluation on the copy, resume."
+    tok = load_tokenizer()
+    recs = prepare(load_gsm8k("train", n=4)); test = prepare(load_gsm8k("test", n=2))
+    run = new_run("grpo", "tiny", root=tmp_path)
+    kw = dict(model_path=model_path("tiny", tok, "tiny"), records=recs, run_dir=str(run.path), prompts_per_step=2,
+              num_generations=2, max_completion_length=8, lora_r=4, save_steps=1, fast_generation=True,
+              eval_records=test, eval_every=1, eval_k=2, eval_batch_size=4)
+    a = train_grpo(steps=1, **kw)
+    assert a["steps"] == 1 and a["final_eval"]["n_questions"] == 2
+    assert (run.path / "eval" / "step-1.jsonl").exists() and (run.path / "eval" / "final-greedy.jsonl").exists()
+    b = train_grpo(steps=2, resume=True, **{**kw, "eval_every": 0, "eval_records": None})
+    assert b["resumed_from"].endswith("checkpoint-1") and b["steps"] == 2
+    assert sorted(pd.read_parquet(run.path / "rollouts.parquet").step.unique()) == [1, 2]
