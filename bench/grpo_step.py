@@ -7,7 +7,7 @@ samples are from the trainer's (the sampler/trainer mismatch). Saves bench/resul
 import statistics, tempfile, time
 import torch
 from transformers import AutoModelForCausalLM, TrainerCallback
-from _common import args, device, sync, save
+from _common import args, sync, save
 from mathworklog.core import load_tokenizer, model_path
 from mathworklog.data import load_gsm8k, prepare, render_prompt
 from mathworklog.rewards import REWARD_FUNCS

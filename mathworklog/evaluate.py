@@ -38,6 +38,7 @@ class HFGenerator:
     def __init__(self, model, tokenizer, batch_size: int = 16, fast: bool|None = None):
         self.model, self.tok, self.batch_size = model, tokenizer, batch_size
         self.fast = (model.device.type == "cuda") if fast is None else fast
+        self.caches = StaticCaches(model.config) if self.fast else None
     def generate(self, prompts: list[str], n: int = 1, temperature: float = 0.0, max_new_tokens: int = 256,
                  seed: int|None = None) -> Generation:
         import torch
@@ -62,9 +63,7 @@ def _hf_generate(self, enc, n, temperature, max_new_tokens):
     kw = dict(max_new_tokens=max_new_tokens, num_return_sequences=n, eos_token_id=stop_ids(self.tok),
               pad_token_id=self.tok.pad_token_id, do_sample=temperature > 0)
     if temperature > 0: kw.update(temperature=temperature, top_p=1.0, top_k=0)
-    if self.fast:
-        self.caches = getattr(self, "caches", None) or StaticCaches(self.model.config)
-        return fast_generate(self.model, self.caches, GenerationConfig(**kw), **enc)
+    if self.fast: return fast_generate(self.model, self.caches, GenerationConfig(**kw), **enc)
     with torch.inference_mode(): return self.model.generate(**enc, generation_config=GenerationConfig(**kw))
 HFGenerator._generate = _hf_generate
 

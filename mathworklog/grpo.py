@@ -7,7 +7,6 @@ Docs: https://mathworklog.github.io/mathworklog/grpo.html.md"""
 # %% ../nbs/07_grpo.ipynb #259818dc
 from __future__ import annotations
 import copy, json, os, shutil, signal, socket, subprocess, tempfile, time, urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 import pandas as pd
 import torch
@@ -158,6 +157,10 @@ def _make_recording_trainer():
     return RecordingGRPOTrainer
 
 # %% ../nbs/07_grpo.ipynb #abf12c81
+def _base_model(model):
+    "The plain transformers model under a PEFT wrapper (or the model itself)."
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
 def _lora_weight(mod):
     "A LoRA layer's weight as inference sees it: the base weight plus each active adapter's update."
     w = mod.get_base_layer().weight
@@ -169,8 +172,7 @@ def _lora_weight(mod):
 def merged_weights(model) -> dict:
     "Parameter name (as in the plain model) → a function returning its current inference weight, LoRA merged."
     from peft.tuners.lora import LoraLayer
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    out = {}
+    base, out = _base_model(model), {}
     for name, mod in base.named_modules():
         if isinstance(mod, LoraLayer):
             if any(mod.use_dora.get(a) for a in mod.active_adapters): raise NotImplementedError(f"{name}: DoRA is not supported by RolloutEngine")
@@ -187,7 +189,7 @@ class RolloutEngine:
     def __init__(self, model, dtype=None):
         from accelerate import init_empty_weights
         from transformers import AutoModelForCausalLM
-        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        base = _base_model(model)
         p0 = next(base.parameters()); self.device = p0.device
         self.dtype = dtype or (torch.bfloat16 if p0.device.type == "cuda" else p0.dtype)
         with init_empty_weights(include_buffers=True):
