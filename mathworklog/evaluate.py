@@ -10,12 +10,14 @@ import json, time
 from contextlib import contextmanager
 from dataclasses import dataclass
 import pandas as pd
+from fastcore.basics import patch
 from .data import checks, render_prompt, strict_answer, lenient_answers, format_number
 
 # %% auto #0
 __all__ = ['GROUPED_DECODE', 'CHECKS', 'CHECK_NAMES', 'Generation', 'stop_ids', 'HFGenerator', 'grouped_decode_sdpa',
            'register_grouped_decode', 'grouped_decoding', 'StaticCaches', 'cache_kwarg', 'fast_config', 'fast_generate',
-           'vllm_available', 'VLLMGenerator', 'make_generator', 'score_records', 'summarize', 'evaluate', 'table_frame']
+           'vllm_available', 'VLLMGenerator', 'dtype_view', 'make_generator', 'score_records', 'summarize', 'evaluate',
+           'table_frame']
 
 # %% ../nbs/02_baseline.ipynb #a994538d
 @dataclass
@@ -56,7 +58,8 @@ class HFGenerator:
         return Generation(texts, n_tok, time.perf_counter() - t0)
 
 # %% ../nbs/02_baseline.ipynb #16fda6e6
-def _hf_generate(self, enc, n, temperature, max_new_tokens):
+@patch
+def _generate(self: HFGenerator, enc, n, temperature, max_new_tokens):
     "One `model.generate` call under inference mode, through the fast path when `fast`."
     import torch
     from transformers import GenerationConfig
@@ -65,7 +68,6 @@ def _hf_generate(self, enc, n, temperature, max_new_tokens):
     if temperature > 0: kw.update(temperature=temperature, top_p=1.0, top_k=0)
     if self.fast: return fast_generate(self.model, self.caches, GenerationConfig(**kw), **enc)
     with torch.inference_mode(): return self.model.generate(**enc, generation_config=GenerationConfig(**kw))
-HFGenerator._generate = _hf_generate
 
 # %% ../nbs/02_baseline.ipynb #c2c11a1d
 GROUPED_DECODE = "sdpa_grouped_decode"
@@ -139,17 +141,63 @@ def vllm_available() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 class VLLMGenerator:
-    "vLLM's offline `LLM` behind the same `generate` call."
-    def __init__(self, model_path: str, tokenizer, gpu_memory_utilization: float = 0.5, max_model_len: int = 2048, **kw):
+    "vLLM's offline `LLM` behind the same `generate` call: token ids in, token ids out, decoded by our tokenizer as the HF path decodes."
+    def __init__(self, model_path: str, tokenizer, gpu_memory_utilization: float = 0.5, max_model_len: int = 2048,
+                 dtype: str = "auto", in_process: bool|None = None, seed: int = 0, **kw):
+        import os
         from vllm import LLM
-        self.tok = tokenizer
-        self.llm = LLM(model=str(model_path), gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len, **kw)
+        if not 0 < gpu_memory_utilization <= 1:
+            raise ValueError(f"gpu_memory_utilization must be in (0, 1], not {gpu_memory_utilization!r}")
+        if in_process is not None: os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if in_process else "1"
+        self.tok, self.in_process = tokenizer, os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") == "0"
+        self.llm = LLM(model=str(model_path), skip_tokenizer_init=True, gpu_memory_utilization=gpu_memory_utilization,
+                       max_model_len=max_model_len, dtype=dtype, seed=seed, **kw)
     def generate(self, prompts, n=1, temperature=0.0, max_new_tokens=256, seed=None) -> Generation:
         from vllm import SamplingParams
-        sp = SamplingParams(n=n, temperature=temperature, max_tokens=max_new_tokens, seed=seed, stop_token_ids=stop_ids(self.tok))
-        t0 = time.perf_counter(); outs = self.llm.generate(prompts, sp, use_tqdm=False)
-        texts = [[o.text for o in r.outputs] for r in outs]
-        return Generation(texts, sum(len(o.token_ids) for r in outs for o in r.outputs), time.perf_counter() - t0)
+        stops = stop_ids(self.tok)
+        ids = self.tok(list(prompts), add_special_tokens=False)["input_ids"]
+        sps = [SamplingParams(n=n, temperature=temperature, max_tokens=max_new_tokens, stop_token_ids=stops, detokenize=False,
+                              seed=None if seed is None else seed + i) for i in range(len(ids))]
+        t0 = time.perf_counter()
+        outs = self.llm.generate([{"prompt_token_ids": x} for x in ids], sps, use_tqdm=False)
+        secs = time.perf_counter() - t0
+        comps = [list(o.token_ids) for r in outs for o in r.outputs]
+        flat = self.tok.batch_decode(comps, skip_special_tokens=True)
+        texts = [flat[i * n:(i + 1) * n] for i in range(len(outs))]
+        return Generation(texts, sum(sum(t not in stops for t in c) for c in comps), secs)
+    def close(self):
+        "Shut the engine down and free its GPU memory, so that another engine can start in this process."
+        import gc, torch
+        if getattr(self, "llm", None) is None: return
+        try: self.llm.llm_engine.engine_core.shutdown()
+        except Exception: pass
+        self.llm = None; gc.collect()
+        try:
+            from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+            cleanup_dist_env_and_memory()
+        except Exception: pass
+        if torch.cuda.is_available(): torch.cuda.empty_cache()
+    def __enter__(self): return self
+    def __exit__(self, *exc): self.close()
+
+# %% ../nbs/02_baseline.ipynb #cb5db306
+def dtype_view(path, dtype: str) -> str:
+    "A sibling folder of `path` whose config.json records `dtype`, linking to the same weight and tokenizer files."
+    import json, os, shutil
+    from pathlib import Path
+    src = Path(path); cfg = json.loads((src/"config.json").read_text())
+    keys = [k for k in ("dtype", "torch_dtype") if k in cfg] or ["dtype"]
+    if all(cfg.get(k) == dtype for k in keys): return str(src)
+    out = src.parent/f"{src.name}.{dtype}"
+    if not (out/"config.json").exists():
+        tmp = src.parent/f".{src.name}.{dtype}.tmp{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir()
+        for f in src.iterdir():
+            if f.is_file() and f.name != "config.json": (tmp/f.name).symlink_to(f.resolve())
+        (tmp/"config.json").write_text(json.dumps(cfg | {k: dtype for k in keys}, indent=2))
+        try: os.rename(tmp, out)
+        except OSError: shutil.rmtree(tmp, ignore_errors=True)          # another process made it first
+    return str(out)
 
 # %% ../nbs/02_baseline.ipynb #6308b05f
 def make_generator(model, tokenizer, backend: str = "auto", batch_size: int = 16, **kw):

@@ -6,16 +6,21 @@ Docs: https://mathworklog.github.io/mathworklog/sync_bug.html.md"""
 
 # %% ../nbs/08_sync_bug.ipynb #d8cc6d95
 from __future__ import annotations
-import inspect, math, re, warnings
+import collections, contextlib, inspect, json, math, re, warnings
 from dataclasses import dataclass
+from pathlib import Path
 import pandas as pd
 import torch
 
 # %% auto #0
-__all__ = ['QWEN3_06B_DIMS', 'trl_generation_for', 'trl_named_params', 'Chunk', 'standin_pack_tensors', 'vllm_pack_tensors',
-           'receive', 'sync_path_affected', 'SyncPatch', 'patch_trl_lora_sync', 'is_patched', 'reference_weights',
-           'arrival_table', 'tiny_lora_model', 'bf16_survival', 'merge_unmerge_drift', 'meta_model', 'stuck_layers',
-           'token_logprobs', 'LocalCopy', 'VLLMCopy', 'probe_batch', 'SyncProbe', 'SyncProbeCallback', 'simulate']
+__all__ = ['SYNC_FIXES', 'QWEN3_06B_DIMS', 'NOISE_BANDS', 'LIVE_ARMS', 'LIVE_SERIES', 'trl_generation_for', 'trl_named_params',
+           'Chunk', 'standin_pack_tensors', 'vllm_pack_tensors', 'receive', 'LoopbackGroup', 'cpu_streams',
+           'weight_metadata', 'vllm_transport', 'receive_through_vllm', 'sync_path_affected', 'SyncPatch',
+           'lora_inference_weight', 'patch_trl_lora_sync', 'is_patched', 'trl_original_iter', 'reference_weights',
+           'arrival_table', 'tiny_lora_model', 'bf16_survival', 'merge_unmerge_drift', 'sync_drift', 'meta_model',
+           'stuck_layers', 'token_logprobs', 'LocalCopy', 'vllm_engine_model', 'vllm_hf_weights', 'VLLMCopy',
+           'probe_batch', 'SyncProbe', 'SyncProbeCallback', 'trainer_vllm_copy', 'use_server_transport', 'simulate',
+           'noise_table', 'plot_live_sync']
 
 # %% ../nbs/08_sync_bug.ipynb #66f22fe6
 def trl_generation_for(model):
@@ -72,6 +77,60 @@ def receive(named_params, buffer_size_bytes: int = 1 << 30, pack=standin_pack_te
         i += 1
     return out, where
 
+# %% ../nbs/08_sync_bug.ipynb #e487177f
+class LoopbackGroup:
+    "Where the NCCL communicator stands between vLLM's producer and consumer, in one process: the producer's broadcasts are kept as sent and handed, in order, to the consumer's."
+    def __init__(self): self.wire, self.receiving, self.sent_bytes = [], False, []
+    def broadcast(self, tensor, src: int = 0, stream=None):
+        if not self.receiving:
+            self.wire.append(tensor.detach().clone()); self.sent_bytes.append(tensor.numel()); return
+        if not self.wire: raise RuntimeError("the consumer asked for a chunk the producer never sent")
+        sent = self.wire.pop(0)
+        if sent.numel() != tensor.numel():
+            raise RuntimeError(f"a chunk of {sent.numel()} bytes was sent where the consumer expects {tensor.numel()}: "
+                               "producer and consumer disagree on the metadata")
+        tensor.copy_(sent.to(tensor.device))
+
+@contextlib.contextmanager
+def cpu_streams():
+    "vLLM's packed broadcast double-buffers on CUDA streams; without a GPU, run it in order (streams become no-ops for the block)."
+    if torch.cuda.is_available(): yield; return
+    class _Stream:
+        def synchronize(self): pass
+    saved = torch.cuda.Stream, torch.cuda.stream
+    torch.cuda.Stream, torch.cuda.stream = (lambda *a, **k: _Stream()), (lambda s: contextlib.nullcontext())
+    try: yield
+    finally: torch.cuda.Stream, torch.cuda.stream = saved
+
+def weight_metadata(named_params) -> list:
+    "What TRL announces to a server before a sync: `(name, dtype, shape)` of every tensor, in order."
+    return [(n, str(t.dtype).removeprefix("torch."), list(t.shape)) for n, t in named_params]
+
+def vllm_transport(named_params, metadata: list, load_weights, buffer_size_bytes: int = 1 << 30, num_buffers: int = 2,
+                   device=None) -> list[list[str]]:
+    "Send `named_params` through vLLM's `packed_nccl_broadcast_producer` → `LoopbackGroup` → `packed_nccl_broadcast_consumer` → `load_weights`; return each chunk's names."
+    from vllm.distributed.weight_transfer.packed_tensor import packed_nccl_broadcast_consumer, packed_nccl_broadcast_producer
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    group, chunks = LoopbackGroup(), []
+    def unpacked(pairs): chunks.append([n for n, _ in pairs]); load_weights(pairs)
+    with cpu_streams():
+        packed_nccl_broadcast_producer(iter(named_params), group, 0, lambda item: item[1], buffer_size_bytes, num_buffers)
+        if torch.cuda.is_available(): torch.cuda.synchronize()
+        group.receiving = True
+        packed_nccl_broadcast_consumer(((n, (list(s), getattr(torch, d))) for n, d, s in metadata), group, 0, unpacked,
+                                       buffer_size_bytes, num_buffers, device)
+        if torch.cuda.is_available(): torch.cuda.synchronize()
+    if group.wire: raise RuntimeError(f"{len(group.wire)} chunk(s) sent but never received: the metadata lists fewer tensors than were sent")
+    return chunks
+
+def receive_through_vllm(model, buffer_size_bytes: int = 1 << 30) -> tuple[dict, dict]:
+    "Like `receive`, through vLLM's real producer and consumer: (tensors as the server received them, chunk per name)."
+    out = {}
+    meta = weight_metadata(trl_named_params(model))                   # TRL's first-sync pass
+    chunks = vllm_transport(trl_named_params(model), meta, lambda pairs: out.update({n: t.clone() for n, t in pairs}),
+                            buffer_size_bytes, device=next(model.parameters()).device)
+    return out, {n: i for i, c in enumerate(chunks) for n in c}
+
 # %% ../nbs/08_sync_bug.ipynb #12337bdd
 def sync_path_affected(fn=None) -> bool:
     "True when TRL's sync generator yields live `param.data` between `merge_adapter()` and `unmerge_adapter()`."
@@ -85,7 +144,7 @@ def sync_path_affected(fn=None) -> bool:
 # %% ../nbs/08_sync_bug.ipynb #dc180385
 class SyncPatch:
     "Handle for the LoRA sync fix: `.undo()` restores TRL's generator; usable as a context manager."
-    def __init__(self, original): self.original, self.active = original, original is not None
+    def __init__(self, original, mode: str|None = None): self.original, self.mode, self.active = original, mode, original is not None
     def undo(self):
         if not self.active: return
         from trl.generation.vllm_generation import VLLMGeneration
@@ -93,38 +152,79 @@ class SyncPatch:
     def __enter__(self): return self
     def __exit__(self, *exc): self.undo()
 
+def lora_inference_weight(mod):
+    "A PEFT LoRA layer's weight as inference sees it: the base weight plus each active adapter's update, computed out of place."
+    w = mod.get_base_layer().weight
+    if mod.merged or mod.disable_adapters: return w
+    for a in mod.active_adapters:
+        if a in mod.lora_A:
+            if mod.use_dora.get(a): raise NotImplementedError(f"DoRA adapter {a!r}: its update is not a plain delta weight")
+            w = w + mod.get_delta_weight(a)
+    return w
+
 def _snapshotting(orig):
     def _iter_named_params(self):
-        "TRL's `_iter_named_params`, with each tensor cloned while the adapter is still merged (mathworklog fix)."
+        "TRL's `_iter_named_params`, with each tensor cloned while the adapter is still merged (the worklog's fix)."
         from accelerate.utils import is_peft_model
         for name, t in orig(self): yield (name, t.detach().clone()) if is_peft_model(self.model) else (name, t)
-    _iter_named_params.__wrapped__, _iter_named_params._mathworklog_patch = orig, True
+    _iter_named_params.__wrapped__, _iter_named_params._mathworklog_patch = orig, "clone"
     return _iter_named_params
 
+def _out_of_place(orig):
+    def _iter_named_params(self):
+        "TRL's `_iter_named_params` without merging: a LoRA layer yields base + ΔW computed out of place; nothing of the trainer's is written."
+        from accelerate.utils import is_peft_model
+        from peft.tuners.lora import LoraLayer
+        model = self.model
+        if not is_peft_model(model) or self._dist.is_fsdp:          # FSDP walks shard by shard: keep TRL's path, cloned
+            yield from _snapshotting(orig)(self); return
+        with self._dist.gather_params(list(model.parameters())):
+            owner = {id(m.get_base_layer().weight): m for m in model.modules() if isinstance(m, LoraLayer)}
+            for name, param in model.named_parameters():              # TRL's walk and names, unchanged
+                name = name.removeprefix("base_model.model.").replace(".base_layer", "")
+                if model.prefix in name or "original_module" in name: continue
+                name = self._fix_param_name_to_vllm(name, extra_prefixes=["modules_to_save.default."])
+                mod = owner.get(id(param))
+                yield name, (lora_inference_weight(mod).detach() if mod is not None else param.data)
+    _iter_named_params.__wrapped__, _iter_named_params._mathworklog_patch = orig, "out_of_place"
+    return _iter_named_params
+
+SYNC_FIXES = {"clone": _snapshotting, "out_of_place": _out_of_place}
+
 # %% ../nbs/08_sync_bug.ipynb #09cf8599
-def patch_trl_lora_sync() -> SyncPatch:
-    "Make TRL's LoRA weight sync copy every tensor while merged. Idempotent; returns a handle to undo it."
+def patch_trl_lora_sync(mode: str = "clone") -> SyncPatch:
+    "Fix TRL's LoRA weight sync: `clone` copies every tensor while merged (the worklog's fix), `out_of_place` never merges. Idempotent; returns a handle to undo it."
     from trl.generation.vllm_generation import VLLMGeneration
+    if mode not in SYNC_FIXES: raise ValueError(f"mode must be one of {sorted(SYNC_FIXES)}, not {mode!r}")
     cur = VLLMGeneration._iter_named_params
-    if getattr(cur, "_mathworklog_patch", False): return SyncPatch(None)          # already patched: nothing to undo
+    if getattr(cur, "_mathworklog_patch", False):                                  # already patched: nothing to undo
+        if cur._mathworklog_patch != mode: warnings.warn(f"TRL's sync already carries the {cur._mathworklog_patch!r} fix; {mode!r} not applied.")
+        return SyncPatch(None)
     if not sync_path_affected(cur):
         import trl
         warnings.warn(f"TRL {trl.__version__}: its LoRA sync path does not yield live merged tensors; no patch applied.")
         return SyncPatch(None)
-    VLLMGeneration._iter_named_params = _snapshotting(cur)
-    return SyncPatch(cur)
+    VLLMGeneration._iter_named_params = SYNC_FIXES[mode](cur)
+    return SyncPatch(cur, mode)
 
-def is_patched() -> bool:
-    "Whether the installed TRL currently carries the fix."
+def is_patched() -> str|bool:
+    "The fix the installed TRL currently carries (`'clone'` or `'out_of_place'`), or False."
     from trl.generation.vllm_generation import VLLMGeneration
     return getattr(VLLMGeneration._iter_named_params, "_mathworklog_patch", False)
 
 # %% ../nbs/08_sync_bug.ipynb #33e83576
+def trl_original_iter():
+    "TRL's own `_iter_named_params`, under whatever fix is installed."
+    from trl.generation.vllm_generation import VLLMGeneration
+    f = VLLMGeneration._iter_named_params
+    while hasattr(f, "__wrapped__"): f = f.__wrapped__
+    return f
+
 def reference_weights(model) -> tuple[dict, dict]:
-    "(merged, base) tensors under vLLM's names, read through TRL's generator."
-    with patch_trl_lora_sync():
-        merged = {n: t.clone() for n, t in trl_named_params(model)}
-    base = {n: t.clone() for n, t in list(trl_named_params(model))}   # exhausted first: every view is unmerged
+    "(merged, base) tensors under vLLM's names, read through TRL's own generator whatever fix is installed."
+    g, orig = trl_generation_for(model), trl_original_iter()
+    merged = {n: t.clone() for n, t in _snapshotting(orig)(g)}
+    base = {n: t.clone() for n, t in list(orig(g))}        # exhausted first: every view is unmerged
     return merged, base
 
 def arrival_table(model, received: dict, where: dict|None = None) -> pd.DataFrame:
@@ -166,12 +266,24 @@ def bf16_survival(model_bf16) -> dict:
     return dict(survived=num / den, update_rel_norm=math.sqrt(dn / wn))
 
 # %% ../nbs/08_sync_bug.ipynb #0720f351
+def _base_weights(model) -> dict: return {n: p.detach().double().clone() for n, p in model.named_parameters() if "lora_" not in n}
+
+def _rel_change(model, before: dict) -> float:
+    now = _base_weights(model)
+    return math.sqrt(sum(float((now[n] - before[n]).norm() ** 2) for n in before) / sum(float(before[n].norm() ** 2) for n in before))
+
 def merge_unmerge_drift(model, cycles: int = 10) -> float:
     "Relative change of the base weights after `cycles` merge/unmerge cycles."
-    base = {n: p.detach().double().clone() for n, p in model.named_parameters() if "lora_" not in n}
+    before = _base_weights(model)
     for _ in range(cycles): model.merge_adapter(); model.unmerge_adapter()
-    after = {n: p.detach().double() for n, p in model.named_parameters() if "lora_" not in n}
-    return math.sqrt(sum(float((after[n] - base[n]).norm() ** 2) for n in base) / sum(float(base[n].norm() ** 2) for n in base))
+    return _rel_change(model, before)
+
+def sync_drift(model, syncs: int = 100, mode: str|None = "clone") -> float:
+    "Relative change of a LoRA model's base weights after `syncs` whole passes of TRL's sync generator, fixed by `mode` (None: unpatched)."
+    before = _base_weights(model)
+    with (patch_trl_lora_sync(mode) if mode else SyncPatch(None)):
+        for _ in range(syncs): collections.deque(trl_named_params(model), maxlen=0)
+    return _rel_change(model, before)
 
 # %% ../nbs/08_sync_bug.ipynb #c1463361
 QWEN3_06B_DIMS = dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
@@ -230,9 +342,42 @@ class LocalCopy:
         return token_logprobs(self.model, ids.to(d), mask.to(d), keep)
 
 # %% ../nbs/08_sync_bug.ipynb #f0269976
+def vllm_engine_model(llm):
+    "The model inside an in-process vLLM `LLM` (TRL's colocate engine, or one built with `VLLM_ENABLE_V1_MULTIPROCESSING=0`)."
+    try: return llm.llm_engine.model_executor.driver_worker.model_runner.model
+    except AttributeError as e:
+        raise RuntimeError("this vLLM engine runs in another process; build it in-process (VLLM_ENABLE_V1_MULTIPROCESSING=0, "
+                           "or TRL's colocate mode) to read or load its weights") from e
+
+def vllm_hf_weights(vmodel, config) -> dict:
+    "A vLLM Qwen2's tensors under the transformers names TRL sends: fused `qkv_proj` and `gate_up_proj` split back into views."
+    hd = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    q, kv, inter = config.num_attention_heads * hd, config.num_key_value_heads * hd, config.intermediate_size
+    out = {}
+    for n, p in vmodel.named_parameters():
+        if ".qkv_proj." in n:
+            for part, lo, hi in (("q_proj", 0, q), ("k_proj", q, q + kv), ("v_proj", q + kv, q + 2 * kv)): out[n.replace("qkv_proj", part)] = p[lo:hi]
+        elif ".gate_up_proj." in n: out[n.replace("gate_up_proj", "gate_proj")], out[n.replace("gate_up_proj", "up_proj")] = p[:inter], p[inter:]
+        else: out[n] = p
+    return out
+
 class VLLMCopy:
-    "The inference copy inside a vLLM `LLM`: teacher-forced log-probs from vLLM's `prompt_logprobs`."
-    def __init__(self, llm): self.llm = llm
+    "The inference copy inside a vLLM `LLM`: teacher-forced log-probs from vLLM's `prompt_logprobs`; `sync` as a server receives it; `weights` read back."
+    def __init__(self, llm, buffer_size_bytes: int = 1 << 30, sync_fn=None):
+        self.llm, self.buffer_size_bytes, self.sync_fn, self.chunks, self._meta = llm, buffer_size_bytes, sync_fn, None, {}
+    def sync(self, trainer_model):
+        "Load `trainer_model`'s weights: through `sync_fn` (e.g. TRL's own sync) or TRL's generator → vLLM's packed producer/consumer."
+        if self.sync_fn is not None: return self.sync_fn(trainer_model)
+        key = id(trainer_model)                                       # TRL announces the metadata on its first sync only
+        if key not in self._meta: self._meta[key] = weight_metadata(trl_named_params(trainer_model))
+        self.chunks = vllm_transport(trl_named_params(trainer_model), self._meta[key], vllm_engine_model(self.llm).load_weights,
+                                     self.buffer_size_bytes)
+        self.llm.reset_prefix_cache()
+    @property
+    def where(self) -> dict: return {n: i for i, c in enumerate(self.chunks or []) for n in c}
+    def weights(self) -> dict:
+        "vLLM's own tensors now, under TRL's names (views of the engine's weights)."
+        return vllm_hf_weights(vllm_engine_model(self.llm), self.llm.llm_engine.model_config.hf_config)
     def logprobs(self, ids, mask, keep=None):
         from vllm import SamplingParams
         keep = keep or ids.shape[1] - 1
@@ -282,6 +427,35 @@ class SyncProbeCallback(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kw):
         if logs is not None and self.last: logs.update({f"sync/{k}": v for k, v in self.last.items() if k != "step"})
 
+# %% ../nbs/08_sync_bug.ipynb #b6552d6f
+def trainer_vllm_copy(trainer, buffer_size_bytes: int = 1 << 30):
+    "A `VLLMCopy` of a colocate `GRPOTrainer`'s engine whose `sync` is TRL's own weight sync; None without one."
+    g = getattr(trainer, "vllm_generation", None)
+    if g is None or getattr(g, "mode", None) != "colocate": return None
+    def sync(model):
+        g.sync_weights(); trainer._last_loaded_step = trainer.state.global_step
+    return VLLMCopy(g.llm, buffer_size_bytes, sync_fn=sync)
+
+_SERVER_TRANSPORT = {}
+
+def use_server_transport(trainer, buffer_size_bytes: int = 1 << 30):
+    "In colocate mode, send TRL's sync through vLLM's packed producer → `LoopbackGroup` → consumer → `load_weights`, as a server receives it."
+    from trl.generation.vllm_generation import VLLMGeneration
+    g = getattr(trainer, "vllm_generation", None)
+    if g is None or g.mode != "colocate": raise ValueError("use_server_transport needs a GRPOTrainer in vllm_mode='colocate'")
+    if g.enable_sleep_mode: raise ValueError("use_server_transport does not support vllm_enable_sleep_mode")
+    if VLLMGeneration not in _SERVER_TRANSPORT:
+        class ServerTransportGeneration(VLLMGeneration):
+            "TRL's colocate generation whose weight sync goes through vLLM's server-side transport."
+            def sync_weights(self):
+                if self._weight_metadata is None: self._weight_metadata = weight_metadata(self._iter_named_params())
+                self.transport_chunks = vllm_transport(self._iter_named_params(), self._weight_metadata,
+                                                       vllm_engine_model(self.llm).load_weights, self.transport_buffer_size)
+                self.llm.reset_prefix_cache()
+        _SERVER_TRANSPORT[VLLMGeneration] = ServerTransportGeneration
+    g.__class__, g.transport_buffer_size = _SERVER_TRANSPORT[VLLMGeneration], buffer_size_bytes
+    return g
+
 # %% ../nbs/08_sync_bug.ipynb #527ed115
 def simulate(base_path: str, tokenizer, records, steps: int = 6, patched: bool = False, buffer_size_bytes: int = 1 << 30,
              lr: float = 1e-2, dtype=torch.float32, max_tokens: int|None = None) -> pd.DataFrame:
@@ -300,3 +474,34 @@ def simulate(base_path: str, tokenizer, records, steps: int = 6, patched: bool =
             loss.backward(); opt.step(); opt.zero_grad()
             probe.copy.sync(pm); probe(pm, step)
     return pd.DataFrame(probe.rows)
+
+# %% ../nbs/08_sync_bug.ipynb #58f4862d
+NOISE_BANDS = ((0.9, 1.01, "> 0.9"), (0.5, 0.9, "0.5–0.9"), (0.1, 0.5, "0.1–0.5"), (0.0, 0.1, "< 0.1"))
+
+def noise_table(logp_sampler, logp_trainer) -> pd.DataFrame:
+    "Mean |log p_sampler − log p_trainer| and share of tokens, by the sampler's probability band."
+    a, b = torch.as_tensor(logp_sampler, dtype=torch.float64).flatten(), torch.as_tensor(logp_trainer, dtype=torch.float64).flatten()
+    p, d, rows = a.exp(), (a - b).abs(), []
+    for lo, hi, name in NOISE_BANDS:
+        m = (p >= lo) & (p < hi)
+        rows.append(dict(band=name, share=float(m.double().mean()), mean_abs_diff=float(d[m].mean()) if m.any() else float("nan"), tokens=int(m.sum())))
+    return pd.DataFrame(rows)
+
+# %% ../nbs/08_sync_bug.ipynb #80bdabea
+LIVE_ARMS = {"fp32_unpatched": ("float32", True, None), "fp32_patched": ("float32", True, "clone"),
+             "bf16_unpatched": ("bfloat16", True, None), "bf16_patched": ("bfloat16", True, "clone"),
+             "bf16_out_of_place": ("bfloat16", True, "out_of_place"), "fp32_full_ft": ("float32", False, None)}
+LIVE_SERIES = (("sampling_logp_difference", "TRL: sampling log-prob difference"), ("importance_sampling_ratio", "TRL: IS ratio (mean)"),
+               ("probe_mismatch", "probe: trainer vs vLLM"), ("vllm_drift", "probe: vLLM's drift from the start"))
+
+def plot_live_sync(path, reference: dict|None = None):
+    "The live experiment's arms from `live_sync.json`, one panel per series; `reference`: {series: [(step, value, label)]} drawn as the worklog's."
+    import matplotlib.pyplot as plt
+    data = json.loads(Path(path).read_text()); arms = data.get("arms", {})
+    fig, axes = plt.subplots(1, len(LIVE_SERIES), figsize=(4 * len(LIVE_SERIES), 3.2))
+    for ax, (key, title) in zip(axes, LIVE_SERIES):
+        for arm, s in arms.items():
+            if s.get(key): ax.plot(range(1, len(s[key]) + 1), s[key], ".-", label=arm)
+        for step, v, label in (reference or {}).get(key, []): ax.plot([step], [v], "k*", ms=10); ax.annotate(label, (step, v), fontsize=7)
+        ax.set(title=title, xlabel="step"); ax.title.set_fontsize(9)
+    axes[0].legend(fontsize=7); fig.tight_layout(); return fig
