@@ -1,42 +1,62 @@
 #!/usr/bin/env bash
-# One device run on the lent H200 (no hub, no registry): install the carried wheels, point at the carried tokenizer and
-# GSM8K, then run `bench` (the benchmarks in $BENCHES) or `notebooks` (the chapters in $NBS with papermill, preset gpu),
-# each under a time limit, stopping before $DEADLINE seconds so that what ran comes back. Peak GPU memory per item is
-# sampled with nvidia-smi every 0.5 s.
-# Prepare once, here: ../shared/tools/gpu-wheels (fills .whl/; add the fastcore wheel the same way), and
-#   mkdir -p .gpu && cp -r ../shared/data/qwen2.5-tokenizer .gpu/tokenizer && cp -r ../shared/data/gsm8k .gpu/gsm8k
-#   (both folders are listed in .git/info/exclude, never committed).
-# Usage (device tool, carry [".whl", ".gpu"]):  bash bench/gpu_run.sh bench|notebooks
+# One device run on the lent H200 (no hub, no registry), after `. .v3/box.sh` (or `. /tmp/dl/box.sh` on a warm box) has
+# installed vLLM 0.26 and the wheels the box lacks into /tmp/site (../shared/tools/gpu-vllm builds .v1 .v2 .v3, carried
+# one per call) and pointed MATHWORKLOG_TOKENIZER / MATHWORKLOG_GSM8K at the carried .gpu/tokenizer and .gpu/gsm8k.
+# Prepare once, here:  ../shared/tools/gpu-vllm
+#                      mkdir -p .gpu && cp -r ../shared/data/qwen2.5-tokenizer .gpu/tokenizer && cp -r ../shared/data/gsm8k .gpu/gsm8k
+#                      (.v1 .v2 .v3 .gpu are listed in .git/info/exclude, never committed)
+# Usage:  bash bench/gpu_run.sh ITEM [ITEM ...]   — items run in order, each under a time limit, stopping before
+# $DEADLINE seconds so that what ran comes back; peak GPU memory per item is sampled with nvidia-smi every 0.5 s.
+# Items: vllm-tests | bench:NAME[:ARGS] | nb:NOTEBOOK[:k=v,k=v] | presample-full | sync-repro | live-sync[:ARGS]
+# Everything an item prints goes to $OUT/<item>.log; results (JSON, executed notebooks) to $OUT; a summary last.
 set -o pipefail
-FINAL=${OUT:-/tmp/out}; OUT=/tmp/work; mkdir -p "$OUT" "$FINAL"; T0=$(date +%s); DEADLINE=${DEADLINE:-560}
-trap 'tar czf "$FINAL/$1.tgz" -C "$OUT" . ; cp "$OUT"/*.txt "$OUT"/*.json "$FINAL"/ 2>/dev/null' EXIT
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH JUPYTER_PATH=/tmp/site/share/jupyter
-export MATHWORKLOG_TOKENIZER=$PWD/.gpu/tokenizer MATHWORKLOG_GSM8K=$PWD/.gpu/gsm8k MATHWORKLOG_RUNS=/tmp/runs \
-       MATHWORKLOG_CACHE=/tmp/mwl-cache PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
-python3 -c "import torch, transformers, trl, peft, datasets; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__, 'peft', peft.__version__, torch.cuda.get_device_name())" | tee "$OUT/versions.txt"
+FINAL=${OUT:-/tmp/out}; W=/tmp/work; mkdir -p "$W" "$FINAL"; T0=$(date +%s); DEADLINE=${DEADLINE:-570}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd); cd "$root"
+export MATHWORKLOG_RUNS=${MATHWORKLOG_RUNS:-/tmp/runs} MATHWORKLOG_CACHE=${MATHWORKLOG_CACHE:-/tmp/mwl-cache} PYTHONUNBUFFERED=1 \
+       NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 \
+       VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_NO_USAGE_STATS=1 PYTHONPATH=${PYTHONPATH:-}:$root
+finish() {                      # at most 8 files come back: one archive of everything, and the summary beside it
+  cp "$W/summary.txt" "$FINAL"/ 2>/dev/null
+  tar czf "$FINAL/results-$(date +%H%M%S).tgz" -C "$W" --exclude='*.mem' . 2>/dev/null
+}
+trap finish EXIT
+python3 -c "import torch, transformers, trl, peft, datasets, vllm; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__, 'peft', peft.__version__, 'datasets', datasets.__version__, 'vllm', vllm.__version__, torch.cuda.get_device_name())" 2>&1 | tail -1 | tee "$W/versions.txt"
+grep -q "^torch" "$W/versions.txt" || { echo "the box lacks vLLM/TRL: source .v3/box.sh (or /tmp/dl/box.sh) first"; exit 1; }
 
-# run NAME LIMIT CMD...: the command under a limit, its output in NAME.log, a line with rc, seconds and peak GPU memory
+# run NAME LIMIT CMD...: the command under a limit, its output in NAME.log, a summary line with rc, seconds and peak GPU memory
 run() {
   local name=$1 limit=$2; shift 2
-  local left=$(( DEADLINE - ($(date +%s) - T0) )); [ $left -lt 30 ] && { echo "$name skipped (deadline)" | tee -a "$OUT/summary.txt"; return; }
+  local left=$(( DEADLINE - ($(date +%s) - T0) )); [ $left -lt 20 ] && { echo "$name skipped (deadline)" | tee -a "$W/summary.txt"; return; }
   [ $limit -gt $left ] && limit=$left
-  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$OUT/$name.mem" 2>/dev/null & local smi=$!
-  local t=$(date +%s); timeout $limit "$@" > "$OUT/$name.log" 2>&1; local rc=$?
-  kill $smi 2>/dev/null; local peak=$(sort -n "$OUT/$name.mem" 2>/dev/null | tail -1)
-  echo "$name rc=$rc $(( $(date +%s) - t )) s peak-GPU ${peak:-?} MiB" | tee -a "$OUT/summary.txt"
-  [ $rc -ne 0 ] && grep -v "Warning\|warnings.warn" "$OUT/$name.log" | tail -15
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$W/$name.mem" 2>/dev/null & local smi=$!
+  local t=$(date +%s); timeout -k 10 $limit "$@" > "$W/$name.log" 2>&1; local rc=$?
+  kill $smi 2>/dev/null; local peak=$(sort -n "$W/$name.mem" 2>/dev/null | tail -1)
+  echo "$name rc=$rc $(( $(date +%s) - t )) s peak-GPU ${peak:-?} MiB" | tee -a "$W/summary.txt"
+  [ $rc -ne 0 ] && grep -v "Warning\|warnings.warn\|^\s*$" "$W/$name.log" | tail -12
+  return 0
 }
-case "$1" in
-  bench)
-    cd bench
-    for b in ${BENCHES:-logprob_memory rollout_throughput grpo_step}; do
-      run $b ${BENCH_TIMEOUT:-300} python3 $b.py --preset gpu --out "$OUT" ${BENCH_ARGS:-}
-      grep -v "Warning\|warnings.warn" "$OUT/$b.log" | grep "^batch\|^greedy\|s/step\|^trl_default\|^mathworklog\|peak_gib" | cut -c1-400
-    done ;;
-  notebooks)
-    for nb in ${NBS:-02_baseline 03_rewards 04_presample 05_sft 06_opd 07_grpo 08_sync_bug 09_checkpoint_averaging 10_results}; do
-      run $nb ${NB_TIMEOUT:-300} python3 -m papermill -k python3 --cwd nbs nbs/$nb.ipynb "$OUT/$nb.gpu.ipynb" -p preset gpu $EXTRA
-    done ;;
-esac
-nvidia-smi --query-gpu=memory.used,memory.total --format=csv | tee -a "$OUT/summary.txt"
+for item in "$@"; do
+  IFS=: read -r kind what args <<< "$item"
+  case "$kind" in
+    vllm-tests)
+      rm -f "$W/vllm_tests.json"
+      run vllm-tests ${LIMIT:-300} env VLLM_TEST_REPORT="$W/vllm_tests.json" python3 -m pytest -q -rA -p no:cacheprovider tests/test_vllm.py
+      { grep -E "^(PASSED|FAILED|ERROR|SKIPPED)|passed|failed|error" "$W/vllm-tests.log" | tail -15; cat "$W/versions.txt"; } > "$W/vllm_tests.txt"
+      tail -3 "$W/vllm_tests.txt" ;;
+    bench)
+      run "$what" ${LIMIT:-400} bash -c "cd bench && python3 $what.py --preset gpu --out $W ${args//,/ }"
+      grep -v "Warning\|warnings.warn" "$W/$what.log" | grep -E "tok/s|s/step|greedy|failed|x$|^vLLM" | cut -c1-300 ;;
+    nb)
+      params=(); IFS=, read -ra kv <<< "$args"; for p in "${kv[@]}"; do [ -n "$p" ] && params+=(-p "${p%%=*}" "${p#*=}"); done
+      run "$what" ${LIMIT:-300} python3 -m papermill -k python3 --cwd nbs "nbs/$what.ipynb" "$W/$what.gpu.ipynb" -p preset gpu "${params[@]}"
+      grep -E "^preset=|Error|error" "$W/$what.log" | head -5 ;;
+    presample-full)
+      run presample-full ${LIMIT:-300} python3 bench/presample_full.py --out "$W" --from-runs "$MATHWORKLOG_RUNS" ;;
+    sync-repro)
+      run sync-repro ${LIMIT:-200} python3 tools/repro_trl_lora_sync.py --model "$(python3 -c 'from mathworklog.core import load_tokenizer, model_path; print(model_path("shaped", load_tokenizer(), "gpu"))')" ;;
+    live-sync)
+      run live-sync ${LIMIT:-560} python3 bench/live_sync.py --out "$W" ${what:+--arms ${what//,/ }} ${args//,/ } ;;
+    *) echo "unknown item $item" ;;
+  esac
+done
+nvidia-smi --query-gpu=memory.used,memory.total --format=csv | tee -a "$W/summary.txt"

@@ -2,9 +2,12 @@
 and training: TRL's default HF path (the training model itself: fp32 weights, unmerged adapter, dynamic cache, no
 compilation) against mathworklog's `grpo.RolloutEngine` (a bf16 copy synced with the merged weights after every step,
 sampling through chapter 02's fast path), bf16 autocast and fp32 training, all in the same run; gradient
-checkpointing on in every variant. For the engine it also reports how far the copy's per-token log-probs of its own
-samples are from the trainer's (the sampler/trainer mismatch). Saves bench/results/grpo_step.json (or $OUT)."""
-import statistics, tempfile, time
+checkpointing on in every variant. With vLLM installed a third path joins: `vllm_colocate`, TRL's own colocated vLLM
+engine (bf16, LoRA synced by TRL after every step). For the engine it reports how far the copy's per-token log-probs
+of its own samples are from the trainer's (the sampler/trainer mismatch); for vLLM, TRL's own
+`sampling/sampling_logp_difference/mean`. Each variant runs in a fresh process (vLLM's engine and compiled graphs
+do not leak from one into the next). Saves bench/results/grpo_step.json (or $OUT) with the library versions."""
+import json, os, statistics, subprocess, sys, tempfile, time
 import torch
 from transformers import AutoModelForCausalLM, TrainerCallback
 from _common import args, sync, save
@@ -15,7 +18,9 @@ from mathworklog.grpo import grpo_config, lora_config, _make_recording_trainer
 from datasets import Dataset
 
 a = args(__doc__, steps=dict(type=int, default=4), new=dict(type=int, default=256), prompts=dict(type=int, default=16),
-         variants=dict(nargs="+", default=["trl_default:bf16", "mathworklog:bf16", "trl_default:fp32", "mathworklog:fp32"]))
+         variants=dict(nargs="+", default=["trl_default:bf16", "vllm_colocate:bf16", "mathworklog:bf16", "trl_default:fp32",
+                                           "vllm_colocate:fp32", "mathworklog:fp32"]),
+         worker=dict(default=None, help="run one variant in this process and print its result"))
 tok = load_tokenizer(); gpu = a.preset == "gpu"
 path = model_path("shaped" if gpu else "tiny", tok, a.preset)
 recs = prepare(load_gsm8k("train", n=a.prompts * a.steps))
@@ -50,32 +55,55 @@ def logprob_mismatch(tr, prec, n=8):
     d = (lp(m, prec == "bf16" and gpu) - lp(eng.model, False)).abs()
     return dict(mean=float(d.mean()), max=float(d.max()), tokens=int(d.numel()))
 
-res = {}
-for v in a.variants:
+def run_variant(v):
     kind, prec = v.split(":")
-    ours = kind == "mathworklog"
+    ours, colocate = kind == "mathworklog", kind == "vllm_colocate"
+    from mathworklog.evaluate import dtype_view
+    src = dtype_view(path, "bfloat16") if colocate else path          # TRL's engine samples in the dtype config.json records
     with tempfile.TemporaryDirectory() as d:
-        cfg = grpo_config(d, a.steps, a.prompts, 8, a.new, precision=prec, save_steps=10**6,
-                          gradient_checkpointing=gpu)
-        torch.cuda.empty_cache() if gpu else None
+        cfg = grpo_config(d, a.steps, a.prompts, 8, a.new, precision=prec, save_steps=10**6, gradient_checkpointing=gpu,
+                          rollout="colocate" if colocate else "hf", gpu_memory_utilization=0.3,
+                          **(dict(vllm_max_model_length=1024) if colocate else {}))
         if gpu: torch.cuda.reset_peak_memory_stats()
         T = _make_recording_trainer(); clock = Clock()
-        tr = T(model=AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32), reward_funcs=REWARD_FUNCS, args=cfg,
+        tr = T(model=AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32), reward_funcs=REWARD_FUNCS, args=cfg,
                train_dataset=ds, processing_class=tok, peft_config=lora_config(16), callbacks=[clock], fast_generation=ours)
         gen, rew = [], []; graphs0 = int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
         timer(tr, "_generate", gen); timer(tr, "_calculate_rewards", rew)
         tr.train()
         mismatch = logprob_mismatch(tr, prec) if tr.rollouts is not None else None
+        if colocate:
+            diffs = [h["sampling/sampling_logp_difference/mean"] for h in tr.state.log_history if "sampling/sampling_logp_difference/mean" in h]
+            mismatch = dict(mean=statistics.median(diffs), per_step=diffs, source="TRL sampling/sampling_logp_difference/mean")
     s = slice(1, None)                                   # step 1 holds compilation and warm-up: report the median of the rest
     step, g, r = statistics.median(clock.steps[s]), statistics.median(gen[s]), statistics.median(rew[s])
-    res[v] = dict(step_s=step, generation_s=g, rewards_s=r, training_s=step - g - r, first_step_s=clock.steps[0],
-                  peak_gib=torch.cuda.max_memory_allocated() / 2**30 if gpu else None, all_steps_s=clock.steps,
-                  all_generation_s=gen, tokens_per_step=a.prompts * 8 * a.new, generation_tok_s=a.prompts * 8 * a.new / g,
-                  compiled_graphs=int(torch._dynamo.utils.counters["stats"]["unique_graphs"]) - graphs0,
-                  rollout_dtype=str(tr.rollouts.dtype) if tr.rollouts is not None else "float32 (training model)",
-                  logprob_mismatch=mismatch)
-    print(v, {k: (round(x, 3) if isinstance(x, float) else x) for k, x in res[v].items() if not k.startswith("all_")}, flush=True)
+    return dict(step_s=step, generation_s=g, rewards_s=r, training_s=step - g - r, first_step_s=clock.steps[0],
+                peak_gib=torch.cuda.max_memory_allocated() / 2**30 if gpu else None, all_steps_s=clock.steps,
+                all_generation_s=gen, tokens_per_step=a.prompts * 8 * a.new, generation_tok_s=a.prompts * 8 * a.new / g,
+                compiled_graphs=int(torch._dynamo.utils.counters["stats"]["unique_graphs"]) - graphs0,
+                rollout_dtype="bfloat16 (vLLM)" if colocate else str(tr.rollouts.dtype) if tr.rollouts is not None else "float32 (training model)",
+                logprob_mismatch=mismatch)
+
+if a.worker:
+    print("VARIANT_RESULT " + json.dumps(run_variant(a.worker), default=str)); sys.exit(0)
+
+from mathworklog.evaluate import vllm_available
+from mathworklog.core import library_versions
+res = {"versions": library_versions()}
+for v in a.variants:
+    if v.startswith("vllm_colocate") and not (gpu and vllm_available()): print(f"{v}: skipped (needs vLLM and a GPU)"); continue
+    argv = [sys.executable, __file__, "--preset", a.preset, "--out", a.out, "--steps", str(a.steps), "--new", str(a.new),
+            "--prompts", str(a.prompts), "--worker", v]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=1200)
+    line = [l for l in p.stdout.splitlines() if l.startswith("VARIANT_RESULT ")]
+    if p.returncode or not line: res[v] = dict(error=(p.stderr or p.stdout)[-3000:]); print(v, "failed:", (p.stderr or p.stdout)[-1500:], flush=True); continue
+    res[v] = json.loads(line[0].split(" ", 1)[1])
+    print(v, {k: (round(x, 3) if isinstance(x, float) else x) for k, x in res[v].items() if not k.startswith("all_") and k != "logprob_mismatch"},
+          "mismatch", (res[v]["logprob_mismatch"] or {}).get("mean"), flush=True)
 for prec in ("bf16", "fp32"):
-    b, o = res.get(f"trl_default:{prec}"), res.get(f"mathworklog:{prec}")
-    if b and o: res[f"ratio_{prec}"] = b["step_s"] / o["step_s"]; print(f"{prec}: TRL default {b['step_s']:.2f} s/step, mathworklog {o['step_s']:.2f} s/step, {res[f'ratio_{prec}']:.2f}x")
+    b, o, v = (res.get(f"{k}:{prec}", {}) for k in ("trl_default", "mathworklog", "vllm_colocate"))
+    if "step_s" in b and "step_s" in o:
+        res[f"ratio_{prec}"] = b["step_s"] / o["step_s"]
+        print(f"{prec}: TRL default {b['step_s']:.2f} s/step, mathworklog {o['step_s']:.2f} s/step ({res[f'ratio_{prec}']:.2f}x)"
+              + (f", TRL + vLLM colocate {v['step_s']:.2f} s/step (mathworklog {v['step_s'] / o['step_s']:.2f}x faster)" if "step_s" in v else ""))
 save(a, "grpo_step", res)

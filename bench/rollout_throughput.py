@@ -2,8 +2,41 @@
 decoding, the decode step compiled with CUDA graphs) against plain `model.generate`, measured in the same run, at
 batch 64 and 512, sampling, stopping at <|im_end|>; whether greedy outputs are identical (in fp32, where only the
 algorithm can differ, and in bf16, where kernels round differently); and a profile of a few fast decode steps.
+With vLLM installed it adds vLLM's rows, each measured in a fresh process (no CUDA touched before the engine): the
+engine core in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`, what TRL's colocate mode runs) and in its own process
+(vLLM's default), at the same batches, 16 prompts x n=8, and a profile of the in-process engine (wall time against GPU
+kernel time) that says where vLLM's time goes on this small model.
 Prints the ratios and saves bench/results/rollout_throughput.json (or $OUT)."""
-import time
+import json, os, subprocess, sys, time
+if "--vllm-worker" in sys.argv:                          # a fresh process per vLLM engine mode, before anything touches CUDA
+    mode = sys.argv[sys.argv.index("--vllm-worker") + 1]
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if mode == "in_process" else "1"
+    import torch
+    from mathworklog.core import load_tokenizer, model_path
+    from mathworklog.data import load_gsm8k, render_prompt
+    from mathworklog.evaluate import VLLMGenerator
+    preset, batches, new = sys.argv[sys.argv.index("--preset") + 1], json.loads(sys.argv[sys.argv.index("--batches") + 1]), int(sys.argv[sys.argv.index("--new") + 1])
+    tok = load_tokenizer(); path = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
+    prompts = [render_prompt(tok, q["question"]) for q in load_gsm8k("test", n=max(batches))]
+    g = VLLMGenerator(path, tok, dtype="bfloat16", gpu_memory_utilization=0.5, max_model_len=2048)
+    g.generate(prompts[:8], n=1, temperature=1.0, max_new_tokens=16, seed=0)                          # warm-up
+    out = {}
+    for B in batches:
+        best = min((g.generate(prompts[:B], n=1, temperature=1.0, max_new_tokens=new, seed=r) for r in range(2)), key=lambda x: x.seconds)
+        out[f"batch_{B}"] = dict(tok_s=best.tokens_per_s, tokens=best.n_tokens, s=best.seconds)
+    best = min((g.generate(prompts[:16], n=8, temperature=1.0, max_new_tokens=new, seed=r) for r in range(2)), key=lambda x: x.seconds)
+    out["16x8"] = dict(tok_s=best.tokens_per_s, tokens=best.n_tokens, s=best.seconds)
+    if mode == "in_process":                             # where the time goes: GPU kernels against the wall clock
+        from torch.profiler import profile, ProfilerActivity
+        B = min(batches)
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            t0 = time.perf_counter(); r = g.generate(prompts[:B], n=1, temperature=1.0, max_new_tokens=64, seed=0); wall = time.perf_counter() - t0
+        kernel_s = sum(e.self_device_time_total for e in prof.key_averages() if getattr(e, "self_device_time_total", 0) > 0) / 1e6
+        top_cpu = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:8]
+        out["profile"] = dict(batch=B, new_tokens=64, wall_ms_per_step=1e3 * wall / 64, gpu_kernel_ms_per_step=1e3 * kernel_s / 64,
+                              gpu_busy_share=kernel_s / wall, top_cpu=[(e.key[:70], round(e.self_cpu_time_total / 1e3, 1)) for e in top_cpu])
+    g.close()
+    print("VLLM_RESULT " + json.dumps(out)); sys.exit(0)
 import torch
 from transformers import AutoModelForCausalLM
 from _common import args, device, sync, timed, save
@@ -65,4 +98,19 @@ for name, m in [("fp32", load(torch.float32)), ("bf16", model)] if dev == "cuda"
     res[f"greedy_identical_{name}"] = sum(same) / len(same)
     print(f"greedy outputs identical ({name}) for {sum(same)}/{len(same)} prompts, {a.greedy_tokens} tokens", flush=True)
     del m
+from mathworklog.evaluate import vllm_available
+if dev == "cuda" and vllm_available():
+    import vllm
+    del model; torch.cuda.empty_cache()
+    for mode in ("in_process", "own_process"):
+        p = subprocess.run([sys.executable, __file__, "--vllm-worker", mode, "--preset", a.preset, "--batches", json.dumps(a.batches),
+                            "--new", str(a.new)], capture_output=True, text=True, timeout=900)
+        line = [l for l in p.stdout.splitlines() if l.startswith("VLLM_RESULT ")]
+        if p.returncode or not line: res[f"vllm_{mode}"] = dict(error=(p.stderr or p.stdout)[-2000:]); print(f"vLLM {mode} failed:", p.stderr[-1500:]); continue
+        r = res[f"vllm_{mode}"] = json.loads(line[0].split(" ", 1)[1])
+        for B in a.batches: r[f"batch_{B}"]["vs_fast"] = r[f"batch_{B}"]["tok_s"] / res[f"batch_{B}"]["fast_tok_s"]
+        print(f"vLLM {vllm.__version__} {mode}: " + ", ".join(f"{k} {v['tok_s']:.0f} tok/s" for k, v in r.items() if "tok_s" in v)
+              + (f"; profile at batch {r['profile']['batch']}: {r['profile']['wall_ms_per_step']:.2f} ms/step wall, "
+                 f"{r['profile']['gpu_kernel_ms_per_step']:.2f} ms on the GPU" if "profile" in r else ""), flush=True)
+    res["vllm_version"] = vllm.__version__
 save(a, "rollout_throughput", res)

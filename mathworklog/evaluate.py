@@ -200,17 +200,18 @@ def dtype_view(path, dtype: str) -> str:
     return str(out)
 
 # %% ../nbs/02_baseline.ipynb #6308b05f
-def make_generator(model, tokenizer, backend: str = "auto", batch_size: int = 16, **kw):
-    "An HF or vLLM generator: `auto` picks vLLM on a GPU box that has it, HF otherwise (and says so)."
+def make_generator(model, tokenizer, backend: str = "auto", batch_size: int = 16, dtype: str = "auto", **kw):
+    "An HF or vLLM generator: `auto` picks vLLM on a GPU box that has it, HF otherwise; `dtype` auto: bf16 on a GPU, fp32 on the CPU."
     if backend not in ("auto", "hf", "vllm"): raise ValueError(f"backend must be auto, hf or vllm, not {backend!r}")
     import torch
+    if dtype == "auto": dtype = "bfloat16" if torch.cuda.is_available() else "float32"
     want_vllm = backend == "vllm" or (backend == "auto" and vllm_available() and torch.cuda.is_available() and isinstance(model, str))
     if want_vllm:
         if not vllm_available(): raise ImportError("backend='vllm' needs vLLM: pip install 'mathworklog[vllm]' on a CUDA machine.")
-        return VLLMGenerator(model, tokenizer, **kw)
+        return VLLMGenerator(model, tokenizer, dtype=dtype, **kw)
     if isinstance(model, str):
         from mathworklog.core import load_model
-        model = load_model(model)
+        model = load_model(model, dtype=getattr(torch, dtype))
     return HFGenerator(model, tokenizer, batch_size=batch_size, **kw)
 
 # %% ../nbs/02_baseline.ipynb #4ad1d77a

@@ -1,0 +1,78 @@
+"""The worklog's central experiment, live (chapter 08): GRPO from the learning start (`bench/learning_start.py`) with
+the seven rewards and TRL's colocated vLLM engine, where only the *transport* of TRL's weight sync is replaced by what
+`trl vllm-serve` receives — TRL's real `_iter_named_params` → vLLM's `packed_nccl_broadcast_producer` →
+`sync.LoopbackGroup` → vLLM's `packed_nccl_broadcast_consumer` → `load_weights` (`sync.use_server_transport`). One arm
+per `sync.LIVE_ARMS` entry (fp32 / bf16, unpatched / clone fix / out of place, and full fine-tuning as the control),
+each from the same start in a fresh process. Per step it keeps TRL's own `sampling/sampling_logp_difference/mean` and
+`sampling/importance_sampling_ratio/mean`, the fixed-token probe (`sync.SyncProbeCallback` on `trainer_vllm_copy`:
+trainer vs vLLM, and each one's drift from the start), reward, entropy and zero-signal share.
+Arms merge into --out/live_sync.json (existing arms of earlier sessions are kept unless run again)."""
+import argparse, json, os, subprocess, sys, tempfile, time
+from pathlib import Path
+
+SERIES = {"sampling/sampling_logp_difference/mean": "sampling_logp_difference", "sampling/importance_sampling_ratio/mean": "importance_sampling_ratio",
+          "sync/mismatch": "probe_mismatch", "sync/trainer_drift": "trainer_drift", "sync/inference_drift": "vllm_drift",
+          "reward": "reward", "entropy": "entropy", "zero_signal/total": "zero_signal"}
+
+def arm_worker(arm, a):
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM
+    from mathworklog.core import load_tokenizer, seed_everything
+    from mathworklog.data import load_gsm8k, prepare
+    from mathworklog.evaluate import dtype_view
+    from mathworklog.grpo import grpo_config, lora_config, recording_trainer_class
+    from mathworklog.rewards import REWARD_FUNCS
+    from mathworklog.sync import (LIVE_ARMS, SyncPatch, SyncProbe, SyncProbeCallback, patch_trl_lora_sync, probe_batch,
+                                  trainer_vllm_copy, use_server_transport)
+    dtype, lora, fix = LIVE_ARMS[arm]
+    seed_everything(a.seed); tok = load_tokenizer(); src = dtype_view(a.start, dtype)
+    recs = prepare(load_gsm8k("train", n=a.steps * a.prompts))
+    ds = Dataset.from_list([dict(prompt=r["prompt"], answer=r["answer"], steps=r["steps"]) for r in recs])
+    with tempfile.TemporaryDirectory() as d:
+        cfg = grpo_config(d, a.steps, a.prompts, a.gens, a.new, lr=a.lr if lora else a.full_lr, rollout="colocate",
+                          precision="fp32" if dtype == "float32" else "bf16", save_steps=10**6, gpu_memory_utilization=a.gpu_mem,
+                          seed=a.seed, vllm_max_model_length=1024)
+        model = AutoModelForCausalLM.from_pretrained(src, dtype=getattr(torch, dtype))
+        with (patch_trl_lora_sync(fix) if fix else SyncPatch(None)):
+            tr = recording_trainer_class()(model=model, reward_funcs=REWARD_FUNCS, args=cfg, train_dataset=ds, processing_class=tok,
+                                           peft_config=lora_config(16) if lora else None)
+            use_server_transport(tr, a.buffer_mib << 20)
+            tr.add_callback(SyncProbeCallback(SyncProbe(trainer_vllm_copy(tr), *probe_batch(tok, prepare(load_gsm8k("test", n=8)), max_tokens=64))))
+            t0 = time.perf_counter(); tr.train(); secs = time.perf_counter() - t0
+        logs = [h for h in tr.state.log_history if "reward" in h]
+        chunks = len(getattr(tr.vllm_generation, "transport_chunks", []) or [])
+    out = {v: [h.get(k) for h in logs] for k, v in SERIES.items()}
+    out |= dict(dtype=dtype, lora=lora, fix=fix, steps=len(logs), seconds=round(secs, 1), chunks=chunks, lr=a.lr if lora else a.full_lr)
+    print("ARM_RESULT " + json.dumps(out))
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--start", default=str(Path(os.environ.get("MATHWORKLOG_CACHE", "/tmp/mwl-cache"))/"learning-start"))
+    ap.add_argument("--arms", nargs="+", default=None); ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--prompts", type=int, default=16); ap.add_argument("--gens", type=int, default=8); ap.add_argument("--new", type=int, default=256)
+    ap.add_argument("--lr", type=float, default=3e-5); ap.add_argument("--full-lr", type=float, default=1e-6)
+    ap.add_argument("--gpu-mem", type=float, default=0.3); ap.add_argument("--buffer-mib", type=int, default=1024)
+    ap.add_argument("--seed", type=int, default=0); ap.add_argument("--out", default=os.environ.get("OUT", "bench/results"))
+    ap.add_argument("--worker", default=None)
+    a = ap.parse_args()
+    if a.worker: arm_worker(a.worker, a); sys.exit(0)
+    from mathworklog.sync import LIVE_ARMS
+    if not (Path(a.start)/"config.json").exists():
+        sys.exit(f"no learning start at {a.start}: run bench/learning_start.py first (it writes the model there)")
+    dest = Path(a.out)/"live_sync.json"; dest.parent.mkdir(parents=True, exist_ok=True)
+    res = json.loads(dest.read_text()) if dest.exists() else {"arms": {}}
+    ls = Path(a.out)/"learning_start.json"
+    if ls.exists(): res["learning_start"] = json.loads(ls.read_text())["learning_start"]
+    for arm in a.arms or list(LIVE_ARMS):
+        argv = [sys.executable, __file__, "--worker", arm] + [x for k, v in vars(a).items() if k not in ("worker", "arms") and v is not None
+                                                              for x in (f"--{k.replace('_', '-')}", str(v))]
+        p = subprocess.run(argv, capture_output=True, text=True)
+        line = [l for l in p.stdout.splitlines() if l.startswith("ARM_RESULT ")]
+        if p.returncode or not line: print(arm, "failed:", (p.stderr or p.stdout)[-2000:], flush=True); continue
+        res["arms"][arm] = json.loads(line[0].split(" ", 1)[1])
+        s = res["arms"][arm]
+        print(f"{arm}: {s['steps']} steps in {s['seconds']} s, {s['chunks']} chunk(s); logp diff {s['sampling_logp_difference'][:1]} → "
+              f"{s['sampling_logp_difference'][-1:]}, IS ratio → {s['importance_sampling_ratio'][-1:]}, probe → {s['probe_mismatch'][-1:]}", flush=True)
+        tmp = dest.with_suffix(".tmp"); tmp.write_text(json.dumps(res, indent=2)); os.replace(tmp, dest)   # after every arm
