@@ -7,7 +7,8 @@
 #                      (.v1 .v2 .v3 .gpu are listed in .git/info/exclude, never committed)
 # Usage:  bash bench/gpu_run.sh ITEM [ITEM ...]   — items run in order, each under a time limit, stopping before
 # $DEADLINE seconds so that what ran comes back; peak GPU memory per item is sampled with nvidia-smi every 0.5 s.
-# Items: vllm-tests | bench:NAME[:ARGS] | nb:NOTEBOOK[:k=v,k=v] | presample-full | sync-repro | live-sync[:ARGS]
+# Items: vllm-tests | bench:NAME[:ARGS] | nb:NOTEBOOK[:k=v,k=v] | presample-full | sync-repro | live-sync[:ARMS[:ARGS]],
+# each optionally followed by @SECONDS (its time limit); ARGS and ARMS are comma-separated.
 # Everything an item prints goes to $OUT/<item>.log; results (JSON, executed notebooks) to $OUT; a summary last.
 set -o pipefail
 FINAL=${OUT:-/tmp/out}; W=/tmp/work; mkdir -p "$W" "$FINAL"; T0=$(date +%s); DEADLINE=${DEADLINE:-570}
@@ -36,6 +37,7 @@ run() {
   return 0
 }
 for item in "$@"; do
+  LIMIT=; [[ "$item" == *@* ]] && { LIMIT=${item##*@}; item=${item%@*}; }        # item@SECONDS: this item's time limit
   IFS=: read -r kind what args <<< "$item"
   case "$kind" in
     vllm-tests)

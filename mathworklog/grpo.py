@@ -14,14 +14,14 @@ from transformers import TrainerCallback
 from .core import load_tokenizer, precision as precision_flags, seed_everything, MissingResourceError
 from .data import completion_text
 from .rewards import REWARD_FUNCS, REWARD_WEIGHTS, weights_list, zero_signal_share
-from .evaluate import HFGenerator, StaticCaches, evaluate, fast_generate, vllm_available
+from .evaluate import HFGenerator, StaticCaches, dtype_view, evaluate, fast_generate, vllm_available
 from .sft import NaNGuard, RunStamp, save_run_model
 from .sync import patch_trl_lora_sync
 
 # %% auto #0
 __all__ = ['LORA_RANK', 'ENTROPY_LEVERS', 'PLOTS', 'lora_config', 'grpo_config', 'resolve_rollout', 'port_free', 'VLLMServer',
-           'merged_weights', 'RolloutEngine', 'attach_rollout_engine', 'MetricsLogger', 'join_rollouts', 'EvalCallback',
-           'latest_checkpoint', 'train_grpo', 'read_metrics', 'plot_metrics']
+           'recording_trainer_class', 'merged_weights', 'RolloutEngine', 'attach_rollout_engine', 'MetricsLogger',
+           'join_rollouts', 'EvalCallback', 'latest_checkpoint', 'train_grpo', 'read_metrics', 'plot_metrics']
 
 # %% ../nbs/07_grpo.ipynb #d7e1f691
 LORA_RANK = 16
@@ -126,7 +126,8 @@ VLLMServer.__enter__ = lambda self: self.start()
 VLLMServer.__exit__ = lambda self, *exc: self.stop()
 
 # %% ../nbs/07_grpo.ipynb #b42de79a
-def _make_recording_trainer():
+def recording_trainer_class():
+    "TRL's `GRPOTrainer` subclassed to record every rollout and the zero-signal share per reward (built on first use: TRL imports late)."
     from trl import GRPOTrainer
     class RecordingGRPOTrainer(GRPOTrainer):
         "GRPOTrainer that records every rollout and the zero-signal share per reward, with HF rollouts from a `RolloutEngine`."
@@ -308,6 +309,7 @@ def train_grpo(model_path: str, records: list[dict], run_dir: str, steps: int = 
     seed_everything(seed); tok = load_tokenizer(); run_dir = Path(run_dir)
     if not records: raise ValueError("GRPO needs at least one training question.")
     patch = patch_trl_lora_sync() if (rollout == "server" and sync_fix) else None
+    if rollout == "colocate": model_path = dtype_view(model_path, "bfloat16")   # TRL's engine samples in the dtype config.json records
     m = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
     ds = Dataset.from_list([dict(prompt=r["prompt"], answer=r["answer"], steps=r["steps"]) for r in records])
     cfg = grpo_config(str(run_dir/"checkpoints"), steps, prompts_per_step, num_generations, max_completion_length, lr, rollout,
@@ -316,7 +318,7 @@ def train_grpo(model_path: str, records: list[dict], run_dir: str, steps: int = 
     from mathworklog.core import Run
     ev = EvalCallback(tok, eval_records or [], Run(run_dir), eval_every if eval_records else 0, eval_k, eval_batch_size, max_completion_length)
     guard = NaNGuard()
-    T = _make_recording_trainer()
+    T = recording_trainer_class()
     tr = T(model=m, reward_funcs=REWARD_FUNCS, args=cfg, train_dataset=ds, processing_class=tok, peft_config=lora_config(lora_r),
            callbacks=[guard, RunStamp(run_dir.name), ev, MetricsLogger(run_dir/"metrics.jsonl")], run_dir=str(run_dir),
            fast_generation=torch.cuda.is_available() if fast_generation is None else fast_generation)
