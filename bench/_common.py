@@ -22,9 +22,10 @@ def timed(fn, repeat=2):
         sync(); t0 = time.perf_counter(); out = fn(); sync(); ts.append(time.perf_counter() - t0)
     return statistics.median(ts), out
 
-def save(a, name, result):
+def save(a, name, result, quiet=False):
     d = Path(a.out); d.mkdir(parents=True, exist_ok=True)
     result = dict(result, device=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
                   torch=torch.__version__, preset=a.preset)
-    (d / f"{name}.json").write_text(json.dumps(result, indent=2, default=str))
-    print(json.dumps(result, indent=2, default=str)); return result
+    tmp = d / f".{name}.json.tmp"; tmp.write_text(json.dumps(result, indent=2, default=str)); os.replace(tmp, d / f"{name}.json")
+    if not quiet: print(json.dumps(result, indent=2, default=str))
+    return result

@@ -98,6 +98,7 @@ for v in a.variants:
     line = [l for l in p.stdout.splitlines() if l.startswith("VARIANT_RESULT ")]
     if p.returncode or not line: res[v] = dict(error=(p.stderr or p.stdout)[-3000:]); print(v, "failed:", (p.stderr or p.stdout)[-1500:], flush=True); continue
     res[v] = json.loads(line[0].split(" ", 1)[1])
+    save(a, "grpo_step", res, quiet=True)                     # after every variant, so a cut-off run keeps what it measured
     print(v, {k: (round(x, 3) if isinstance(x, float) else x) for k, x in res[v].items() if not k.startswith("all_") and k != "logprob_mismatch"},
           "mismatch", (res[v]["logprob_mismatch"] or {}).get("mean"), flush=True)
 for prec in ("bf16", "fp32"):

@@ -98,6 +98,7 @@ for name, m in [("fp32", load(torch.float32)), ("bf16", model)] if dev == "cuda"
     res[f"greedy_identical_{name}"] = sum(same) / len(same)
     print(f"greedy outputs identical ({name}) for {sum(same)}/{len(same)} prompts, {a.greedy_tokens} tokens", flush=True)
     del m
+save(a, "rollout_throughput", res, quiet=True)                 # the HF rows, before vLLM's
 from mathworklog.evaluate import vllm_available
 if dev == "cuda" and vllm_available():
     import vllm
@@ -109,6 +110,7 @@ if dev == "cuda" and vllm_available():
         if p.returncode or not line: res[f"vllm_{mode}"] = dict(error=(p.stderr or p.stdout)[-2000:]); print(f"vLLM {mode} failed:", p.stderr[-1500:]); continue
         r = res[f"vllm_{mode}"] = json.loads(line[0].split(" ", 1)[1])
         for B in a.batches: r[f"batch_{B}"]["vs_fast"] = r[f"batch_{B}"]["tok_s"] / res[f"batch_{B}"]["fast_tok_s"]
+        save(a, "rollout_throughput", res, quiet=True)
         print(f"vLLM {vllm.__version__} {mode}: " + ", ".join(f"{k} {v['tok_s']:.0f} tok/s" for k, v in r.items() if "tok_s" in v)
               + (f"; profile at batch {r['profile']['batch']}: {r['profile']['wall_ms_per_step']:.2f} ms/step wall, "
                  f"{r['profile']['gpu_kernel_ms_per_step']:.2f} ms on the GPU" if "profile" in r else ""), flush=True)
