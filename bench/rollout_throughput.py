@@ -8,7 +8,7 @@ engine core in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`, what TRL's colo
 kernel time) that says where vLLM's time goes on this small model.
 Prints the ratios and saves bench/results/rollout_throughput.json (or $OUT)."""
 import json, os, subprocess, sys, time
-if "--vllm-worker" in sys.argv:                          # a fresh process per vLLM engine mode, before anything touches CUDA
+if __name__ == "__main__" and "--vllm-worker" in sys.argv:                        # a fresh process per vLLM engine mode, before anything touches CUDA
     mode = sys.argv[sys.argv.index("--vllm-worker") + 1]
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if mode == "in_process" else "1"
     import torch
