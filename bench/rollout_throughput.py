@@ -11,6 +11,7 @@ import json, os, subprocess, sys, time
 if __name__ == "__main__" and "--vllm-worker" in sys.argv:                        # a fresh process per vLLM engine mode, before anything touches CUDA
     mode = sys.argv[sys.argv.index("--vllm-worker") + 1]
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if mode == "in_process" else "1"
+    os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "fork"     # nothing has touched CUDA yet, and this script is not import-safe
     import torch
     from mathworklog.core import load_tokenizer, model_path
     from mathworklog.data import load_gsm8k, render_prompt
