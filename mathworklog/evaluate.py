@@ -150,6 +150,9 @@ class VLLMGenerator:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], not {gpu_memory_utilization!r}")
         if in_process is not None: os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if in_process else "1"
         self.tok, self.in_process = tokenizer, os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") == "0"
+        # an engine core in its own process must not be forked from a process that has touched CUDA (a notebook kernel
+        # usually has: vLLM's own check missed it on the H200 and the fork failed): spawn unless told otherwise
+        if not self.in_process: os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
         self.llm = LLM(model=str(model_path), skip_tokenizer_init=True, gpu_memory_utilization=gpu_memory_utilization,
                        max_model_len=max_model_len, dtype=dtype, seed=seed, **kw)
     def generate(self, prompts, n=1, temperature=0.0, max_new_tokens=256, seed=None) -> Generation:
