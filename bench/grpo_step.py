@@ -11,7 +11,7 @@ from _common import args, sync, save
 from mathworklog.core import load_tokenizer, model_path
 from mathworklog.data import load_gsm8k, prepare, render_prompt
 from mathworklog.rewards import REWARD_FUNCS
-from mathworklog.grpo import grpo_config, lora_config, _make_recording_trainer
+from mathworklog.grpo import grpo_config, lora_config, recording_trainer_class
 from datasets import Dataset
 
 a = args(__doc__, steps=dict(type=int, default=4), new=dict(type=int, default=256), prompts=dict(type=int, default=16),
@@ -59,7 +59,7 @@ for v in a.variants:
                           gradient_checkpointing=gpu)
         torch.cuda.empty_cache() if gpu else None
         if gpu: torch.cuda.reset_peak_memory_stats()
-        T = _make_recording_trainer(); clock = Clock()
+        T = recording_trainer_class(); clock = Clock()
         tr = T(model=AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32), reward_funcs=REWARD_FUNCS, args=cfg,
                train_dataset=ds, processing_class=tok, peft_config=lora_config(16), callbacks=[clock], fast_generation=ours)
         gen, rew = [], []; graphs0 = int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
