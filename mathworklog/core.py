@@ -6,18 +6,22 @@ Docs: https://mathworklog.github.io/mathworklog/core.html.md"""
 
 # %% ../nbs/00_core.ipynb #aa519000
 from __future__ import annotations
-import json, os, random, secrets, shutil, socket, subprocess, sys, hashlib
+import contextlib, ctypes, hashlib, json, math, numbers, os, random, re, secrets, select, shutil, signal, socket, subprocess, sys
+import tempfile, threading, time, warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 # %% auto #0
 __all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'PRESETS', 'HUB_TOKENIZER', 'QWEN2_PRETOKENIZE_REGEX', 'CHATML_TEMPLATE', 'Preset',
-           'get_preset', 'project_root', 'runs_root', 'cache_dir', 'library_versions', 'git_commit', 'Run', 'new_run',
-           'find_runs', 'latest_run', 'resolve_run', 'quiet', 'seed_everything', 'pick_device', 'precision',
-           'hub_reachable', 'bundled_data_dir', 'fallback_tokenizer', 'load_tokenizer', 'MissingResourceError',
-           'require_gpu', 'vocab_rows', 'random_qwen2', 'model_path', 'load_model', 'model_from', 'launch',
-           'launch_main']
+           'get_preset', 'check_param', 'check_int', 'check_number', 'check_choice', 'project_root', 'runs_root',
+           'cache_dir', 'library_versions', 'git_commit', 'atomic_path', 'atomic_write_text', 'locked',
+           'MalformedRunError', 'RunRefusedError', 'Run', 'new_run', 'find_runs', 'latest_run', 'usable_run',
+           'resolve_run', 'NonFiniteRunError', 'stop_if_nan', 'quiet', 'seed_everything', 'pick_device', 'precision',
+           'hub_reachable', 'bundled_data_dir', 'cached_dir', 'fallback_tokenizer', 'load_tokenizer',
+           'MissingResourceError', 'require_gpu', 'vocab_rows', 'random_qwen2', 'model_path', 'load_model',
+           'model_from', 'proc_stat', 'live_processes', 'track_tree', 'signal_pids', 'kill_tree', 'watchdog_main',
+           'free_port', 'pid_alive', 'group_alive', 'OwnedProcess', 'launch', 'launch_main']
 
 # %% ../nbs/00_core.ipynb #90023c90
 @dataclass(frozen=True)
@@ -71,6 +75,38 @@ def get_preset(name: str|Preset) -> Preset:
     if name not in PRESETS: raise ValueError(f"Unknown preset {name!r}; choose one of {sorted(PRESETS)}.")
     return PRESETS[name]
 
+# %% ../nbs/00_core.ipynb #c01e08e9
+def check_param(name: str, value, ok, allowed: str):
+    "`value` when `ok(value)` is true; otherwise a ValueError naming the parameter, its value and what is allowed."
+    try: good = bool(ok(value))
+    except Exception: good = False
+    if not good: raise ValueError(f"{name}={value!r} is not allowed: {name} must be {allowed}.")
+    return value
+
+def _interval(lo, hi, lo_open=False, hi_open=False) -> str:
+    if lo is not None and hi is not None: return f"in {'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
+    if lo is not None: return f"{'>' if lo_open else '≥'} {lo}"
+    return f"{'<' if hi_open else '≤'} {hi}" if hi is not None else ""
+
+def check_int(name: str, value, lo: int|None = None, hi: int|None = None) -> int:
+    "An integer parameter (not a bool, not a float) in [lo, hi]."
+    ok = lambda v: (isinstance(v, numbers.Integral) and not isinstance(v, bool) and (lo is None or v >= lo)
+                    and (hi is None or v <= hi))
+    return check_param(name, value, ok, f"an integer {_interval(lo, hi)}".strip())
+
+def check_number(name: str, value, lo: float|None = None, hi: float|None = None, lo_open: bool = False,
+                 hi_open: bool = False) -> float:
+    "A finite real parameter between `lo` and `hi` (excluding an end when `lo_open` / `hi_open`)."
+    def ok(v):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v): return False
+        return (lo is None or (v > lo if lo_open else v >= lo)) and (hi is None or (v < hi if hi_open else v <= hi))
+    return check_param(name, value, ok, f"a finite number {_interval(lo, hi, lo_open, hi_open)}".strip())
+
+def check_choice(name: str, value, choices):
+    "One of `choices`."
+    choices = list(choices)
+    return check_param(name, value, lambda v: v in choices, "one of " + ", ".join(map(repr, choices)))
+
 # %% ../nbs/00_core.ipynb #256cdde8
 def project_root() -> Path:
     "The folder holding this project's `pyproject.toml` (or the current folder when installed elsewhere)."
@@ -107,72 +143,159 @@ def git_commit() -> str|None:
         return (c + ("+dirty" if r("status", "--porcelain", "--untracked-files=no") else "")) or None
     except Exception: return None
 
+# %% ../nbs/00_core.ipynb #da303fe2
+@contextlib.contextmanager
+def atomic_path(path):
+    "A temporary name beside `path` to write to; on success it is fsync'd and `os.replace`d onto `path`, on failure removed."
+    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")   # hidden: no reader's glob sees it
+    try:
+        yield tmp
+        fd = os.open(tmp, os.O_RDONLY)
+        try: os.fsync(fd)
+        finally: os.close(fd)
+        os.replace(tmp, path)
+        with contextlib.suppress(OSError):                     # make the rename itself durable, where the FS allows
+            dfd = os.open(path.parent, os.O_RDONLY)
+            try: os.fsync(dfd)
+            finally: os.close(dfd)
+    finally:
+        if tmp.is_dir() and not tmp.is_symlink(): shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError): tmp.unlink()
+
+def atomic_write_text(path, text: str) -> Path:
+    "Write `text` (UTF-8) to `path` so that no reader ever sees part of it."
+    with atomic_path(path) as tmp: tmp.write_text(text, encoding="utf-8")
+    return Path(path)
+
+@contextlib.contextmanager
+def locked(folder):
+    "An exclusive `flock` on `folder` for the block: processes updating a file inside it take turns."
+    import fcntl
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX); yield Path(folder)
+    finally: os.close(fd)                                      # closing the descriptor releases the lock
+
 # %% ../nbs/00_core.ipynb #7ded823f
+class MalformedRunError(ValueError):
+    "A run folder whose meta.json is not valid JSON, or not a run's meta.json."
+
+class RunRefusedError(ValueError):
+    "A run that must not be used as an input (its status is `nan`)."
+
 @dataclass
 class Run:
-    "A run folder: never reused, everything inside carries its id."
+    "A run folder: never reused, everything inside carries its id, nothing inside is ever half-written."
     path: Path
+    def __post_init__(self): self.path = Path(self.path)
     @property
     def id(self) -> str: return self.path.name
     @property
-    def meta(self) -> dict: return json.loads((self.path/"meta.json").read_text())
+    def meta(self) -> dict:
+        "meta.json as a dict; a MalformedRunError naming the run when it is not a JSON object with a `chapter`."
+        p = self.path/"meta.json"
+        try: m = json.loads(p.read_text(encoding="utf-8"))
+        except ValueError as e: raise MalformedRunError(f"run {self.id}: {p} is not valid JSON ({e}).") from None
+        if not isinstance(m, dict) or not isinstance(m.get("chapter"), str):
+            raise MalformedRunError(f"run {self.id}: {p} is not a run's meta.json (a JSON object with a 'chapter' string).")
+        return m
     def sub(self, *parts) -> Path:
         "A sub-folder of the run, created on demand."
         p = self.path.joinpath(*parts); p.mkdir(parents=True, exist_ok=True); return p
     def update_meta(self, **kw):
-        "Merge `kw` into meta.json (results, status, timings)."
-        m = self.meta; m.update(kw)
-        (self.path/"meta.json").write_text(json.dumps(m, indent=2, default=str))
+        "Merge `kw` into meta.json (results, status, timings): one writer at a time, the file replaced atomically."
+        with locked(self.path):
+            m = self.meta; m.update(kw)
+            atomic_write_text(self.path/"meta.json", json.dumps(m, indent=2, default=str))
     def save_table(self, df, name: str) -> Path:
-        "Write a pandas table as parquet with a `run_id` column; refuses to overwrite."
+        "Write a pandas table (`.parquet`, or `.jsonl` one record a line) with a `run_id` column, atomically; never overwrites."
         p = self.path/name
         if p.exists(): raise FileExistsError(f"{p} exists; a run never overwrites its outputs.")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        df = df.copy(); df["run_id"] = self.id; df.to_parquet(p); return p
+        df = df.copy(); df["run_id"] = self.id
+        with atomic_path(p) as tmp:
+            if p.suffix == ".jsonl": df.to_json(tmp, orient="records", lines=True)
+            else: df.to_parquet(tmp)
+        return p
+    def save_json(self, obj, name: str) -> Path:
+        "Write `obj` as JSON to `name` inside the run, atomically; never overwrites."
+        p = self.path/name
+        if p.exists(): raise FileExistsError(f"{p} exists; a run never overwrites its outputs.")
+        return atomic_write_text(p, json.dumps(obj, indent=2, default=str))
     def __repr__(self): return f"Run({self.id})"
 
 # %% ../nbs/00_core.ipynb #dc1e0eb9
-def new_run(chapter: str, preset: str = "tiny", params: dict|None = None, parents: list|None = None,
-            base_model: str|None = None, root: Path|None = None) -> Run:
-    "Create a fresh run folder `<chapter>-<UTC time>-<random>` and its meta.json."
+def new_run(chapter: str, preset: str|Preset = "tiny", params: dict|None = None, parents: list|None = None,
+            base_model: str|None = None, root: Path|None = None, data_source: str|None = None,
+            allow_bundled: bool|None = None) -> Run:
+    "Create a fresh run folder `<chapter>-<UTC time>-<random>` and its meta.json, which records where GSM8K comes from."
+    from mathworklog.data import require_gsm8k
+    p = get_preset(preset)
+    check_param("chapter", chapter, lambda c: re.fullmatch(r"[A-Za-z0-9_]+", c), "a name of letters, digits and '_'")
+    src = require_gsm8k(p.name, data_source, allow_bundled)    # gpu/full refuse the bundled problems unless asked
     root = Path(root or runs_root()); root.mkdir(parents=True, exist_ok=True)
     for _ in range(20):
         rid = f"{chapter}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
         try: (root/rid).mkdir(exist_ok=False); break
         except FileExistsError: continue
     else: raise RuntimeError(f"could not create a fresh run folder under {root}")
-    meta = dict(run_id=rid, chapter=chapter, preset=str(preset), params=params or {}, parents=list(parents or []),
-                base_model=base_model, created_at=datetime.now(timezone.utc).isoformat(), status="running",
-                versions=library_versions(), git_commit=git_commit())
-    (root/rid/"meta.json").write_text(json.dumps(meta, indent=2, default=str))
+    meta = dict(run_id=rid, chapter=chapter, preset=p.name, params=params or {}, parents=list(parents or []),
+                base_model=base_model, data_source=src, created_at=datetime.now(timezone.utc).isoformat(),
+                status="running", versions=library_versions(), git_commit=git_commit())
+    atomic_write_text(root/rid/"meta.json", json.dumps(meta, indent=2, default=str))
     return Run(root/rid)
 
 # %% ../nbs/00_core.ipynb #a36f5e65
 def find_runs(chapter: str|None = None, preset: str|None = None, root: Path|None = None, status: str|None = None) -> list[Run]:
-    "Runs under `root`, oldest first, filtered by chapter, preset and status."
+    "Runs under `root`, oldest first, filtered by chapter, preset and status; a malformed run is skipped with a warning naming it."
     root = Path(root or runs_root()); out = []
-    for p in root.glob("*/meta.json"):
-        try: m = json.loads(p.read_text())
-        except Exception: continue
+    for p in sorted(root.glob("*/meta.json")):
+        r = Run(p.parent)
+        try: m = r.meta
+        except (OSError, ValueError) as e:
+            warnings.warn(f"find_runs skips run {r.id}: {e}", stacklevel=2); continue
         if chapter and m.get("chapter") != chapter: continue
         if preset and m.get("preset") != preset: continue
         if status and m.get("status") != status: continue
-        out.append((m.get("created_at", ""), Run(p.parent)))
+        out.append((str(m.get("created_at", "")), r))
     return [r for _, r in sorted(out, key=lambda t: t[0])]
 
 def latest_run(chapter: str, preset: str|None = None, root: Path|None = None) -> Run|None:
-    "The newest finished run of `chapter` (and `preset`), or None."
+    "The newest finished (`done`) run of `chapter` (and `preset`), or None."
     rs = find_runs(chapter, preset, root, status="done")
     return rs[-1] if rs else None
 
-def resolve_run(spec, chapter: str, preset: str|None = None, root: Path|None = None) -> Run|None:
-    "A run from a path or id, or the latest finished run of `chapter` when `spec` is None."
+def usable_run(run: Run, allow_nan: bool = False) -> Run:
+    "`run`, unless its status says nothing may be built on it (`nan`): then a RunRefusedError naming it and its status."
+    m = run.meta
+    if m.get("status") == "nan" and not allow_nan:
+        res = m.get("results") if isinstance(m.get("results"), dict) else {}
+        raise RunRefusedError(f"run {run.id} has status 'nan': its training hit non-finite values at step "
+                              f"{res.get('nan_step', '?')}, so it cannot be an input. Pass an earlier {m['chapter']} run "
+                              f"(its id or folder), or run that chapter again.")
+    return run
+
+def resolve_run(spec, chapter: str, preset: str|None = None, root: Path|None = None, allow_nan: bool = False) -> Run|None:
+    "A run from a path or id (refused when its status is `nan`), or the latest finished run of `chapter` when `spec` is None."
     if spec is None or spec == "latest": return latest_run(chapter, preset, root)
-    if isinstance(spec, Run): return spec
+    if isinstance(spec, Run): return usable_run(spec, allow_nan)
     p = Path(spec)
     if not p.exists(): p = Path(root or runs_root())/str(spec)
     if not (p/"meta.json").exists(): raise FileNotFoundError(f"No run at {spec!r} (looked for {p}/meta.json).")
-    return Run(p)
+    return usable_run(Run(p), allow_nan)
+
+class NonFiniteRunError(RuntimeError):
+    "Training hit non-finite values; the run is marked `nan`."
+
+def stop_if_nan(run: Run, res: dict) -> dict:
+    "`res` when training ended cleanly; when it hit non-finite values (`res['nan_step']`), mark `run` status `nan` and raise."
+    if res.get("nan_step") is None: return res
+    run.update_meta(status="nan", results=res)
+    what = ", ".join(res.get("nan_what") or ["values"])
+    raise NonFiniteRunError(f"run {run.id}: training hit non-finite {what} at step {res['nan_step']} and stopped; nothing "
+                            f"was saved from that step on. Its meta.json now says status='nan', so later chapters refuse it. "
+                            f"Lower the learning rate, or check the precision and attention settings, and run the chapter again.")
 
 # %% ../nbs/00_core.ipynb #9f1c89ce
 def quiet():
@@ -226,26 +349,44 @@ def bundled_data_dir() -> Path:
     "The repo's own GSM8K-format problems (never copied from GSM8K)."
     return project_root()/"data"
 
+def cached_dir(out, build, complete=None, lock: bool = True) -> Path:
+    "Cache folder `out`, built once by `build(tmp)` in a fresh temporary folder beside it, then renamed onto `out`."
+    out = Path(out); complete = complete or (lambda p: p.is_dir())
+    if complete(out): return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with (locked(out.parent) if lock else contextlib.nullcontext()):   # others wait here instead of building twice
+        if complete(out): return out
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+        try:
+            build(tmp)
+            if out.exists() and not complete(out):                # a stale, incomplete folder: set it aside, then drop it
+                stale = tmp.with_name(tmp.name.replace(".tmp-", ".stale-"))
+                with contextlib.suppress(OSError): os.rename(out, stale); shutil.rmtree(stale, ignore_errors=True)
+            try: os.rename(tmp, out)
+            except OSError:
+                if not complete(out): raise                        # else another process won the race: keep its copy
+        finally:
+            if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)   # the loser discards its own build, never the winner's
+    return out
+
 def fallback_tokenizer(vocab_size: int = 4096):
     "A byte-level BPE trained on the bundled problems with Qwen2's pre-tokenizer regex and a ChatML template."
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
-    out = cache_dir()/f"fallback-tokenizer-{vocab_size}"
-    if (out/"tokenizer.json").exists(): return AutoTokenizer.from_pretrained(out)
-    from tokenizers import Tokenizer, Regex, models, pre_tokenizers, decoders, trainers
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(QWEN2_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    tok.decoder = decoders.ByteLevel()
-    corpus = [l for f in sorted(bundled_data_dir().glob("*.jsonl")) for l in f.read_text().splitlines()]
-    corpus += ["<start_working_out> <end_working_out> <SOLUTION> </SOLUTION> 0123456789 + - * / = $ , ."] * 50
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tok.train_from_iterator(corpus, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   chat_template=CHATML_TEMPLATE)
-    tmp = out.with_name(out.name + f".tmp{os.getpid()}"); fast.save_pretrained(tmp)
-    shutil.rmtree(out, ignore_errors=True); tmp.rename(out)
+    def build(tmp):
+        from tokenizers import Tokenizer, Regex, models, pre_tokenizers, decoders, trainers
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(QWEN2_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        tok.decoder = decoders.ByteLevel()
+        corpus = [l for f in sorted(bundled_data_dir().glob("*.jsonl")) for l in f.read_text().splitlines()]
+        corpus += ["<start_working_out> <end_working_out> <SOLUTION> </SOLUTION> 0123456789 + - * / = $ , ."] * 50
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+        tok.train_from_iterator(corpus, trainer)
+        PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                chat_template=CHATML_TEMPLATE).save_pretrained(tmp)
+    out = cached_dir(cache_dir()/f"fallback-tokenizer-{vocab_size}", build, lambda p: (p/"tokenizer.json").exists())
     return AutoTokenizer.from_pretrained(out)
 
 # %% ../nbs/00_core.ipynb #fb212d8e
@@ -284,21 +425,18 @@ def vocab_rows(tokenizer) -> int:
     return 151_936 if 151_643 <= n <= 151_936 else -(-n // 64) * 64
 
 def random_qwen2(tokenizer, dims: dict, seed: int = 0, extra_rows: int = 0, name: str = "tiny"):
-    "A seeded random Qwen2 model over `tokenizer`, saved as safetensors and reloaded with `from_pretrained`."
+    "A seeded random Qwen2 model over `tokenizer`, saved as safetensors (into the cache, atomically) and reloaded with `from_pretrained`."
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
     cfg = Qwen2Config(vocab_size=vocab_rows(tokenizer) + extra_rows, tie_word_embeddings=True,
                       bos_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>"), eos_token_id=tokenizer.eos_token_id,
                       pad_token_id=tokenizer.pad_token_id, **dims)
     key = hashlib.sha1(json.dumps([cfg.to_dict().get(k) for k in sorted(dims)] + [cfg.vocab_size, seed], default=str).encode()).hexdigest()[:10]
-    out = cache_dir()/f"{name}-{key}"
-    if not (out/"model.safetensors").exists():
+    def build(tmp):
         torch.manual_seed(seed)
-        m = Qwen2ForCausalLM(cfg)
-        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-        m.save_pretrained(tmp, safe_serialization=True); tokenizer.save_pretrained(tmp)
-        shutil.rmtree(out, ignore_errors=True); tmp.rename(out)
-    return str(out)
+        Qwen2ForCausalLM(cfg).save_pretrained(tmp, safe_serialization=True); tokenizer.save_pretrained(tmp)
+    complete = lambda p: (p/"model.safetensors").exists() and (p/"config.json").exists() and (p/"tokenizer_config.json").exists()
+    return str(cached_dir(cache_dir()/f"{name}-{key}", build, complete))
 
 # %% ../nbs/00_core.ipynb #18f4e03f
 def model_path(spec: str, tokenizer=None, preset: str|Preset = "tiny") -> str:
@@ -330,12 +468,138 @@ def load_model(path: str, dtype=None, attn: str = "sdpa", device: str|None = Non
 
 # %% ../nbs/00_core.ipynb #3b45423a
 def model_from(spec, tokenizer=None, preset: str|Preset = "tiny") -> str:
-    "A loadable model path from a run id/folder (its model/), a model folder, a hub id or a preset model name."
+    "A loadable model path from a run id/folder (its model/; refused when the run's status is `nan`), a model folder, a hub id or a preset model name."
     for p in (Path(str(spec)), runs_root()/str(spec)):
         if (p/"meta.json").exists():
+            usable_run(Run(p))
             if not (p/"model").exists(): raise MissingResourceError(f"run {p.name} has no model/ (it did not finish, or it saved none).")
             return str(p/"model")
     return model_path(str(spec), tokenizer, preset)
+
+# %% ../nbs/00_core.ipynb #93c7c83b
+def proc_stat(pid: int):
+    "(state, ppid, pgid, start time) of process `pid` from /proc, or None when there is no such process."
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f: s = f.read().decode(errors="replace")
+    except OSError: return None
+    f = s[s.rindex(")") + 2:].split()
+    return f[0], int(f[1]), int(f[2]), int(f[19])
+
+def live_processes() -> dict:
+    "pid → (ppid, pgid, start time) of every running process; zombies (dead, not yet reaped) are left out."
+    out = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit() and (st := proc_stat(int(d))) and st[0] not in "ZX": out[int(d)] = st[1:]
+    return out
+
+def track_tree(seen: dict, pgid: int) -> dict:
+    "Add to `seen` (pid → start time) the live members of group `pgid` and the live descendants of tracked processes; return the live ones."
+    live = live_processes()
+    for pid, (ppid, pg, start) in live.items():
+        if pg == pgid: seen[pid] = start
+    grew = True
+    while grew:                                                # children of tracked parents (matched by start time, not pid)
+        grew = False
+        for pid, (ppid, pg, start) in live.items():
+            if seen.get(pid) != start and ppid in seen and ppid in live and live[ppid][2] == seen[ppid]: seen[pid] = start; grew = True
+    return {p: s for p, s in seen.items() if p in live and live[p][2] == s}
+
+def signal_pids(pids, sig):
+    "Send `sig` to every pid that still exists."
+    for pid in pids:
+        try: os.kill(pid, sig)
+        except OSError: pass
+
+def kill_tree(seen: dict, pgid: int, grace: float) -> bool:
+    "TERM every tracked live process, KILL whatever is left after `grace` s; True when nothing is left."
+    alive, termed, end = track_tree(seen, pgid), set(), time.monotonic() + grace
+    while alive and time.monotonic() < end:
+        signal_pids(set(alive) - termed, signal.SIGTERM); termed |= set(alive)
+        time.sleep(0.05); alive = track_tree(seen, pgid)
+    end = time.monotonic() + 5
+    while alive and time.monotonic() < end:
+        signal_pids(alive, signal.SIGKILL); time.sleep(0.05); alive = track_tree(seen, pgid)
+    return not alive
+
+class _Stop(Exception): pass
+def _stop(*_): raise _Stop()
+
+def watchdog_main(argv):
+    "`owner pgid fd grace`: guard the tree of group `pgid` until the owner closes `fd` or dies (or we get SIGTERM), then kill it."
+    owner, pgid, fd, grace = int(argv[0]), int(argv[1]), int(argv[2]), float(argv[3])
+    signal.signal(signal.SIGINT, signal.SIG_IGN); signal.signal(signal.SIGTERM, _stop)
+    seen = {}
+    try:
+        while track_tree(seen, pgid):
+            ready, _, _ = select.select([fd], [], [], 1.0)
+            if (ready and not os.read(fd, 4096)) or os.getppid() != owner: break    # EOF: the owner closed it, or died
+        else: return 0                                         # the tree ended by itself: nothing to guard
+    except _Stop: pass
+    return 0 if kill_tree(seen, pgid, grace) else 1
+
+# %% ../nbs/00_core.ipynb #54b43423
+def free_port(host: str = "127.0.0.1") -> int:
+    "A TCP port that nothing listens on right now (the OS picks it)."
+    with socket.socket() as s: s.bind((host, 0)); return s.getsockname()[1]
+
+def pid_alive(pid: int) -> bool:
+    "True while process `pid` runs; a zombie (dead, not yet reaped) counts as gone."
+    st = proc_stat(pid)
+    return st is not None and st[0] not in "ZX"
+
+def group_alive(pgid: int) -> bool:
+    "True while a live (non-zombie) process is in process group `pgid`."
+    return any(pg == pgid for _, pg, _ in live_processes().values())
+
+def _parent_death_signal(owner: int, sig=signal.SIGKILL):
+    "A `preexec_fn`: Linux sends `sig` to the child when its parent thread exits (prctl PR_SET_PDEATHSIG)."
+    prctl = ctypes.CDLL(None, use_errno=True).prctl                # looked up before the fork
+    def pre():
+        prctl(1, int(sig), 0, 0, 0)                                 # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != owner: os.kill(os.getpid(), sig)         # the owner died before the prctl took hold
+    return pre
+
+_RUN_WATCHDOG = ("import runpy, sys; "
+                 "sys.exit(runpy.run_path(sys.argv[1], run_name='mathworklog_watchdog')['watchdog_main'](sys.argv[2:]))")
+
+class OwnedProcess:
+    "A child process, and everything it starts, that dies with its owner (see above); `kill()` stops the whole tree."
+    def __init__(self, cmd: list, grace: float = 15.0, **popen_kw):
+        import importlib.util
+        self.grace, self.watchdog, self._w = check_number("grace", grace, 0), None, None
+        owner = os.getpid()
+        pre = _parent_death_signal(owner) if threading.current_thread() is threading.main_thread() else None
+        self.proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=pre, **popen_kw)
+        self.pid = self.pgid = self.proc.pid                        # its own session: pgid = its pid, remembered for good
+        r, w = os.pipe()
+        try:
+            wd = importlib.util.find_spec("mathworklog.core").origin   # this module, run by path: stdlib imports only
+            self.watchdog = subprocess.Popen([sys.executable, "-I", "-S", "-c", _RUN_WATCHDOG, wd, str(owner), str(self.pgid),
+                                              str(r), str(grace)], pass_fds=(r,), start_new_session=True,
+                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self._w = w
+        except BaseException:
+            os.close(w); self._kill_group(0); raise
+        finally: os.close(r)
+    def poll(self): return self.proc.poll()
+    def kill(self, grace: float|None = None) -> bool:
+        "Stop the whole tree — TERM, then KILL after `grace` s — even when the leader has exited; True once none of it runs."
+        grace = self.grace if grace is None else grace
+        if self._w is not None: os.close(self._w); self._w = None     # the watchdog sees EOF and kills the tree
+        done = False
+        if self.watchdog is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired): done = self.watchdog.wait(grace + 10) == 0
+        if not done: done = self._kill_group(grace)                    # no watchdog, or it failed: the group at least
+        with contextlib.suppress(subprocess.TimeoutExpired): self.proc.wait(5)
+        return done
+    def _kill_group(self, grace: float) -> bool:
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+            try: os.killpg(self.pgid, sig)
+            except ProcessLookupError: return True
+            end = time.monotonic() + wait
+            while group_alive(self.pgid) and time.monotonic() < end: self.proc.poll(); time.sleep(0.05)
+            if not group_alive(self.pgid): return True
+        return False
 
 # %% ../nbs/00_core.ipynb #9fb00707
 def _import_fn(spec: str):
@@ -343,32 +607,51 @@ def _import_fn(spec: str):
     import importlib
     return getattr(importlib.import_module(mod), fn)
 
-def launch(fn_spec: str, kwargs: dict, num_processes: int|None = None, env: dict|None = None) -> dict:
+def _stream(proc, linger: float = 5.0):
+    "Print a child's output as it comes; stop reading `linger` s after the leader exited even if a straggler holds the pipe."
+    import codecs
+    fd, dec, exited = proc.stdout.fileno(), codecs.getincrementaldecoder("utf-8")("replace"), None
+    while True:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            chunk = os.read(fd, 65536)
+            if not chunk: break
+            print(dec.decode(chunk), end="", flush=True)
+        elif proc.poll() is not None:
+            exited = exited or time.monotonic()
+            if time.monotonic() - exited > linger: break
+    print(dec.decode(b"", final=True), end="")
+
+def launch(fn_spec: str, kwargs: dict, num_processes: int|None = None, env: dict|None = None, grace: float = 15.0) -> dict:
     "Run `module:function(**kwargs)` in-process, or under `accelerate launch` when more than one process is asked for."
     import torch
+    if num_processes is not None: check_int("num_processes", num_processes, 1)
     n = num_processes if num_processes is not None else max(torch.cuda.device_count(), 1)
     if n <= 1: return _import_fn(fn_spec)(**kwargs)
-    import tempfile
-    with tempfile.TemporaryDirectory() as d:
-        a, r = Path(d)/"args.json", Path(d)/"result.json"
-        a.write_text(json.dumps(kwargs, default=str))
-        cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(n), "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
-               *([] if torch.cuda.is_available() else ["--cpu"]),
-               "--no_python", shutil.which("mathworklog-launch") or "mathworklog-launch", fn_spec, str(a), str(r)]
-        e = {**os.environ, "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1", **(env or {})}
-        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e) as p:
-            for line in p.stdout: print(line, end="")
-            rc = p.wait()
+    d = Path(tempfile.mkdtemp(prefix="mathworklog-launch-"))
+    a, r = d/"args.json", d/"result.json"
+    a.write_text(json.dumps(kwargs, default=str))
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(n), "--num_machines", "1",
+           "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(free_port()),
+           *([] if torch.cuda.is_available() else ["--cpu"]),
+           "--no_python", shutil.which("mathworklog-launch") or "mathworklog-launch", fn_spec, str(a), str(r)]
+    e = {**os.environ, "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1", **(env or {})}
+    child = None
+    try:
+        child = OwnedProcess(cmd, grace=grace, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=e)
+        _stream(child.proc)
+        rc = child.proc.wait()
         if rc != 0: raise RuntimeError(f"accelerate launch of {fn_spec} failed with exit code {rc}")
         return json.loads(r.read_text()) if r.exists() else {}
-
-def _free_port() -> int:
-    with socket.socket() as s: s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
+    finally:                                                   # success, error or Ctrl-C: the whole tree goes first,
+        gone = child is None or child.kill(grace)              # and only then the folder it reads from
+        if child is not None: child.proc.stdout.close()
+        if gone: shutil.rmtree(d, ignore_errors=True)
+        else: warnings.warn(f"processes of accelerate launch (group {child.pgid}) survived SIGKILL; left {d} in place.")
 
 def launch_main(argv=None):
     "Entry point `mathworklog-launch module:function args.json result.json` used under accelerate."
     argv = argv or sys.argv[1:]
     fn, args, res = argv[0], Path(argv[1]), Path(argv[2])
     out = _import_fn(fn)(**json.loads(args.read_text()))
-    if int(os.environ.get("RANK", "0")) == 0: res.write_text(json.dumps(out, default=str))
+    if int(os.environ.get("RANK", "0")) == 0: atomic_write_text(res, json.dumps(out, default=str))

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json, os, random, re
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from .core import bundled_data_dir, hub_reachable, MissingResourceError
+from .core import bundled_data_dir, get_preset, hub_reachable, MissingResourceError
 
 # %% auto #0
 __all__ = ['TAGS', 'SYSTEM_PROMPT', 'NUM_RE', 'make_prompt', 'render_prompt', 'parse_number', 'format_number', 'numbers_equal',
-           'reference_answer', 'reference_steps', 'to_tag_format', 'completion_text', 'solution_text', 'strict_answer',
-           'lenient_answers', 'exact_format', 'answer_value', 'checks', 'gsm8k_source', 'load_gsm8k', 'synthetic_gsm8k',
+           'reference_answer', 'numbers_in', 'distinct_numbers', 'reference_steps', 'to_tag_format', 'completion_text',
+           'between', 'solution_text', 'strict_answer', 'first_number', 'last_number', 'lenient_answers',
+           'exact_format', 'answer_value', 'checks', 'gsm8k_source', 'require_gsm8k', 'load_gsm8k', 'synthetic_gsm8k',
            'prepare']
 
 # %% ../nbs/01_data.ipynb #1637bc52
@@ -36,18 +37,19 @@ def render_prompt(tokenizer, question: str) -> str:
     return tokenizer.apply_chat_template(make_prompt(question), tokenize=False, add_generation_prompt=True)
 
 # %% ../nbs/01_data.ipynb #6163499c
-NUM_RE = re.compile(r"-?\$?\s?\d[\d,]*(?:\.\d+)?")
+NUM_RE = re.compile(r"-?\$?\s?[0-9][0-9,]*(?:\.[0-9]+)?", re.ASCII)
+
+def _value(m: str) -> Decimal:
+    "The value of one `NUM_RE` match (ASCII digits, so always a finite Decimal)."
+    return Decimal(m if m.isdigit() else "".join(m.replace(",", "").replace("$", "").split()))
 
 def parse_number(s) -> Decimal|None:
-    "A number from text like '$1,080.00' or '-3', as a Decimal; None if it is not one."
+    "A number from text like '$1,080.00' or '-3' (exactly one `NUM_RE` number, then maybe a period), as a Decimal; None otherwise."
     if isinstance(s, Decimal): return s if s.is_finite() else None
-    if isinstance(s, (int, float)): s = repr(s)
+    if isinstance(s, (int, float)) and not isinstance(s, bool): s = repr(s)
     if not isinstance(s, str): return None
-    t = s.strip().replace(",", "").replace("$", "").replace(" ", "").rstrip(".")
-    if not re.fullmatch(r"-?\d+(?:\.\d+)?", t): return None
-    try: d = Decimal(t)
-    except (InvalidOperation, ValueError): return None
-    return d if d.is_finite() else None
+    t = s.strip().rstrip(".")
+    return _value(t) if NUM_RE.fullmatch(t) else None
 
 def format_number(d: Decimal) -> str:
     "Canonical text of a number: 1080, 0.5, -3."
@@ -67,13 +69,18 @@ def reference_answer(ref: str) -> Decimal:
     if d is None: raise ValueError(f"reference has no numeric '#### N' answer: {str(ref)[-80:]!r}")
     return d
 
-def _numbers_in(text: str) -> list[Decimal]:
-    return [d for d in (parse_number(m.group()) for m in NUM_RE.finditer(text or "")) if d is not None]
+def numbers_in(text: str) -> list[Decimal]:
+    "Every number in `text`, in order (one per `NUM_RE` match)."
+    return [_value(m) for m in NUM_RE.findall(text or "")]
+
+def distinct_numbers(text: str) -> set[Decimal]:
+    "The set of numbers in `text`; each distinct spelling is parsed once, so a million repeats cost one parse."
+    return {_value(m) for m in set(NUM_RE.findall(text or ""))}
 
 def reference_steps(ref: str, question: str = "") -> list[str]:
     "Intermediate results from `<<a=b>>` annotations, without the final answer or numbers already in the question."
     final = reference_answer(ref)
-    given = set(_numbers_in(question))
+    given = distinct_numbers(question)
     out = []
     for expr in re.findall(r"<<([^<>]*)>>", ref):
         d = parse_number(expr.rsplit("=", 1)[-1])
@@ -98,10 +105,16 @@ def completion_text(c) -> str:
         return v if isinstance(v, str) else ""
     return ""
 
+def between(text: str, start: str, end: str) -> str|None:
+    "The text between the first `start` and the first `end` after it, or None (one pass: `str.find`, never a lazy regex)."
+    i = (text or "").find(start)
+    if i < 0: return None
+    j = text.find(end, i + len(start))
+    return None if j < 0 else text[i + len(start):j]
+
 def solution_text(text: str) -> str|None:
     "Content of the first complete `<SOLUTION>…</SOLUTION>` block, or None."
-    m = re.search(r"<SOLUTION>(.*?)</SOLUTION>", text or "", re.S)
-    return m.group(1) if m else None
+    return between(text, TAGS[2], TAGS[3])
 
 def strict_answer(text: str) -> Decimal|None:
     "The number the `<SOLUTION>` block holds, when it holds only a number."
@@ -109,23 +122,36 @@ def strict_answer(text: str) -> Decimal|None:
     return None if s is None else parse_number(s)
 
 # %% ../nbs/01_data.ipynb #9ee61a40
+_BOXED_RE, _HASH_RE = re.compile(r"\\boxed\{([^{}]*)\}"), re.compile(r"####\s*([^\n]*)")
+
+def first_number(text: str) -> Decimal|None:
+    "The first number in `text`, or None."
+    m = NUM_RE.search(text or "")
+    return _value(m.group()) if m else None
+
+def last_number(text: str) -> Decimal|None:
+    "The last number in `text`, or None."
+    ms = NUM_RE.findall(text or "")
+    return _value(ms[-1]) if ms else None
+
 def lenient_answers(text: str) -> list[Decimal]:
     "Every place a lenient reader would look for the answer: solution block, \\boxed{}, ####, last number."
     text = text or ""; out = []
     s = solution_text(text)
-    if s is not None: out += _numbers_in(s)[:1]
-    for pat in (r"\\boxed\{([^{}]*)\}", r"####\s*([^\n]*)"):
-        for m in re.finditer(pat, text): out += _numbers_in(m.group(1))[:1]
-    nums = _numbers_in(text)
-    if nums: out.append(nums[-1])
+    if s is not None and (d := first_number(s)) is not None: out.append(d)
+    for pat in (_BOXED_RE, _HASH_RE):
+        for m in pat.finditer(text):
+            if (d := first_number(m.group(1))) is not None: out.append(d)
+    if (d := last_number(text)) is not None: out.append(d)
     return out
 
-_EXACT_RE = re.compile(r"\s*<start_working_out>(.*?)<end_working_out>\s*<SOLUTION>(.*?)</SOLUTION>\s*", re.S)
-
 def exact_format(text: str) -> bool:
-    "The four tags once each, in order, with nothing but whitespace before the first or after the last."
+    "The four tags once each, in order, with nothing but whitespace before the first, between the working-out and the solution, and after the last."
     text = text or ""
-    return all(text.count(t) == 1 for t in TAGS) and _EXACT_RE.fullmatch(text) is not None
+    if any(text.count(t) != 1 for t in TAGS): return False
+    a, b, c, d = (text.find(t) for t in TAGS)
+    return (a < b < c < d and not text[:a].strip() and not text[b + len(TAGS[1]):c].strip()
+            and not text[d + len(TAGS[3]):].strip())
 
 # %% ../nbs/01_data.ipynb #19d8e028
 def answer_value(answer) -> Decimal|None:
@@ -161,11 +187,25 @@ def gsm8k_source(source: str|None = None) -> str:
     if source: return source
     return "hub" if hub_reachable() else "bundled"
 
+def require_gsm8k(preset="tiny", source: str|None = None, allow_bundled: bool|None = None) -> str:
+    "The GSM8K source for a run of `preset`; `gpu` and `full` refuse the bundled problems unless asked for explicitly."
+    p, src = get_preset(preset), gsm8k_source(source)
+    allow = allow_bundled if allow_bundled is not None else os.environ.get("MATHWORKLOG_ALLOW_BUNDLED") == "1"
+    if src == "bundled" and p.name in ("gpu", "full") and not allow:
+        raise MissingResourceError(
+            f"preset {p.name!r} needs GSM8K, but no local copy is configured and the Hugging Face hub is unreachable, so only "
+            f"the bundled practice problems (data/, not GSM8K) are here. Provide GSM8K either (1) by pointing "
+            f"$MATHWORKLOG_GSM8K at a folder holding GSM8K's train.jsonl and test.jsonl, or (2) by giving this machine "
+            f"access to the hub (openai/gsm8k). To run {p.name!r} on the bundled problems anyway, set "
+            f"MATHWORKLOG_ALLOW_BUNDLED=1 (or pass allow_bundled=True).")
+    return src
+
 # %% ../nbs/01_data.ipynb #3c2f9393
-def load_gsm8k(split: str = "train", source: str|None = None, n: int|None = None) -> list[dict]:
-    "GSM8K rows `{question, answer}` for `split` from a local folder, the hub, or the bundled problems."
+def load_gsm8k(split: str = "train", source: str|None = None, n: int|None = None, preset=None,
+               allow_bundled: bool|None = None) -> list[dict]:
+    "GSM8K rows `{question, answer}` for `split` from a local folder, the hub, or the bundled problems (refused for `gpu`/`full`)."
     if split not in ("train", "test"): raise ValueError(f"split must be 'train' or 'test', not {split!r}")
-    src = gsm8k_source(source)
+    src = require_gsm8k(preset, source, allow_bundled) if preset is not None else gsm8k_source(source)
     if src == "hub":
         from datasets import load_dataset
         rows = [dict(question=r["question"], answer=r["answer"]) for r in load_dataset("openai/gsm8k", "main", split=split)]

@@ -6,12 +6,13 @@ Docs: https://mathworklog.github.io/mathworklog/grpo.html.md"""
 
 # %% ../nbs/07_grpo.ipynb #259818dc
 from __future__ import annotations
-import copy, json, os, shutil, signal, socket, subprocess, tempfile, time, urllib.request
+import copy, json, os, re, shutil, socket, subprocess, tempfile, time, urllib.request, warnings
 from pathlib import Path
 import pandas as pd
 import torch
 from transformers import TrainerCallback
-from .core import load_tokenizer, precision as precision_flags, seed_everything, MissingResourceError
+from .core import (OwnedProcess, atomic_path, atomic_write_text, check_choice, check_int, check_number, check_param,
+                              load_tokenizer, precision as precision_flags, seed_everything, MissingResourceError)
 from .data import completion_text
 from .rewards import REWARD_FUNCS, REWARD_WEIGHTS, weights_list, zero_signal_share
 from .evaluate import HFGenerator, StaticCaches, dtype_view, evaluate, fast_generate, vllm_available
@@ -19,9 +20,11 @@ from .sft import NaNGuard, RunStamp, save_run_model
 from .sync import patch_trl_lora_sync
 
 # %% auto #0
-__all__ = ['LORA_RANK', 'ENTROPY_LEVERS', 'PLOTS', 'lora_config', 'grpo_config', 'resolve_rollout', 'port_free', 'VLLMServer',
-           'recording_trainer_class', 'merged_weights', 'RolloutEngine', 'attach_rollout_engine', 'MetricsLogger',
-           'join_rollouts', 'EvalCallback', 'latest_checkpoint', 'train_grpo', 'read_metrics', 'plot_metrics']
+__all__ = ['LORA_RANK', 'ENTROPY_LEVERS', 'IS_MODES', 'GRPO_PRECISIONS', 'PLOTS', 'lora_config', 'check_grpo_args', 'grpo_config',
+           'resolve_rollout', 'port_free', 'VLLMServer', 'recording_trainer_class', 'merged_weights', 'RolloutEngine',
+           'attach_rollout_engine', 'metrics_rows', 'MetricsLogger', 'join_rollouts', 'supersede', 'drop_superseded',
+           'EvalCallback', 'checkpoints', 'checkpoint_problem', 'latest_checkpoint', 'checkpoint_step', 'train_grpo',
+           'read_metrics', 'plot_metrics']
 
 # %% ../nbs/07_grpo.ipynb #d7e1f691
 LORA_RANK = 16
@@ -35,18 +38,35 @@ def lora_config(r: int = LORA_RANK):
     return LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
 
 # %% ../nbs/07_grpo.ipynb #e95f0244
+IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")   # TRL 1.16 GRPOConfig.vllm_importance_sampling_mode
+GRPO_PRECISIONS = ("auto", "fp32", "bf16")
+
+def check_grpo_args(steps: int, prompts_per_step: int = 16, num_generations: int = 8, max_completion_length: int = 512,
+                    lr: float = 3e-5, rollout: str = "hf", is_mode: str = "sequence_mask", precision: str = "auto",
+                    entropy_lever: str|None = None, save_steps: int = 50, num_processes: int = 1, server_port: int = 8000,
+                    gpu_memory_utilization: float = 0.5):
+    "Check GRPO's parameters where they enter; each error names the parameter and its allowed range."
+    check_int("steps", steps, 1); check_int("prompts_per_step", prompts_per_step, 1)
+    check_int("num_generations", num_generations, 2)            # one completion per group has no advantage
+    check_int("max_completion_length", max_completion_length, 1); check_number("lr", lr, 0, lo_open=True)
+    check_choice("rollout", rollout, ("hf", "colocate", "server")); check_choice("is_mode", is_mode, IS_MODES)
+    check_choice("precision", precision, GRPO_PRECISIONS); check_choice("entropy_lever", entropy_lever, [None, *ENTROPY_LEVERS])
+    check_int("save_steps", save_steps, 1); check_int("num_processes", num_processes, 1)
+    check_int("server_port", server_port, 1, 65535)
+    check_number("gpu_memory_utilization", gpu_memory_utilization, 0, 1, lo_open=True)
+    check_param("prompts_per_step × num_generations", prompts_per_step * num_generations, lambda b: b % num_processes == 0,
+                f"a multiple of num_processes={num_processes} (each process takes an equal share of the completions)")
+
 def grpo_config(out_dir: str, steps: int, prompts_per_step: int = 16, num_generations: int = 8, max_completion_length: int = 512,
                 lr: float = 3e-5, rollout: str = "hf", is_mode: str = "sequence_mask", precision: str = "auto",
                 entropy_lever: str|None = None, save_steps: int = 50, seed: int = 0, num_processes: int = 1,
                 server_host: str = "127.0.0.1", server_port: int = 8000, gpu_memory_utilization: float = 0.5,
                 report_to: list|None = None, **overrides):
-    "TRL `GRPOConfig` with the worklog's recipe; `rollout` is hf | colocate | server."
+    "TRL `GRPOConfig` with the worklog's recipe; `rollout` is hf | colocate | server. Parameters are checked first."
     from trl import GRPOConfig
-    if rollout not in ("hf", "colocate", "server"): raise ValueError(f"rollout must be hf, colocate or server, not {rollout!r}")
-    if entropy_lever is not None and entropy_lever not in ENTROPY_LEVERS:
-        raise ValueError(f"entropy_lever must be one of {sorted(ENTROPY_LEVERS)} or None")
+    check_grpo_args(steps, prompts_per_step, num_generations, max_completion_length, lr, rollout, is_mode, precision,
+                    entropy_lever, save_steps, num_processes, server_port, gpu_memory_utilization)
     batch = prompts_per_step * num_generations
-    if batch % num_processes: raise ValueError(f"{batch} completions per step do not split over {num_processes} processes")
     kw = dict(output_dir=out_dir, max_steps=steps, learning_rate=lr, loss_type="dapo", beta=0.0, max_grad_norm=1.0,
               num_generations=num_generations, max_completion_length=max_completion_length, temperature=1.0, top_p=1.0,
               per_device_train_batch_size=batch // num_processes, gradient_accumulation_steps=1, steps_per_generation=1,
@@ -86,44 +106,56 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
         except OSError: return False
 
 class VLLMServer:
-    "A `trl vllm-serve` subprocess: health-checked start, guaranteed stop."
+    "A `trl vllm-serve` subprocess: health-checked start, and a stop of its whole process tree that nothing escapes."
     def __init__(self, model: str, port: int = 8000, host: str = "127.0.0.1", gpus: str = "0", gpu_memory_utilization: float = 0.5,
-                 timeout: float = 600.0, log_path: str|None = None, cmd: list|None = None):
-        self.host, self.port, self.timeout, self.proc = host, port, timeout, None
-        self.log_path = Path(log_path or tempfile.mkstemp(prefix="vllm-server-", suffix=".log")[1])
+                 timeout: float = 600.0, log_path: str|None = None, cmd: list|None = None, grace: float = 15.0):
+        check_int("port", port, 1, 65535); check_number("gpu_memory_utilization", gpu_memory_utilization, 0, 1, lo_open=True)
+        check_number("timeout", timeout, 0, lo_open=True); check_number("grace", grace, 0)
+        self.host, self.port, self.timeout, self.grace = host, port, timeout, grace
+        self.proc, self.owned, self._log = None, None, None
+        if log_path is None:
+            fd, log_path = tempfile.mkstemp(prefix="vllm-server-", suffix=".log"); os.close(fd)   # mkstemp's descriptor: closed
+        self.log_path = Path(log_path)
         self.cmd = cmd or [shutil.which("trl") or "trl", "vllm-serve", "--model", str(model), "--host", host, "--port", str(port),
                            "--gpu-memory-utilization", str(gpu_memory_utilization)]
         self.env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpus, "NCCL_NVLS_ENABLE": "0"}
 
-# %% ../nbs/07_grpo.ipynb #e362b960
-def _start(self):
-    "Start the server and wait for `/health/`; raise (after stopping it) on a taken port, an early exit or a timeout."
-    if not port_free(self.port, self.host): raise RuntimeError(f"port {self.port} on {self.host} is taken; pass another server_port.")
-    self._log = open(self.log_path, "w")
-    self.proc = subprocess.Popen(self.cmd, stdout=self._log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < self.timeout:
-        if self.proc.poll() is not None:
-            self.stop(); raise RuntimeError(f"vLLM server exited with code {self.proc.returncode}:\n{self.log_tail()}")
+    def healthy(self) -> bool:
+        "True when `/health/` answers 200 — asked directly: a loopback check never goes through a proxy."
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         try:
-            with urllib.request.urlopen(f"http://{self.host}:{self.port}/health/", timeout=2) as r:
-                if r.status == 200: return self
-        except OSError: pass
-        time.sleep(0.5)
-    self.stop(); raise TimeoutError(f"vLLM server not healthy after {self.timeout:.0f} s:\n{self.log_tail()}")
+            with opener.open(f"http://{self.host}:{self.port}/health/", timeout=2) as r: return r.status == 200
+        except OSError: return False
 
-def _stop(self):
-    "Stop the server's whole process group (TERM, then KILL after 15 s)."
-    if self.proc is None or self.proc.poll() is not None: return
-    try:
-        os.killpg(self.proc.pid, signal.SIGTERM); self.proc.wait(15)
-    except subprocess.TimeoutExpired: os.killpg(self.proc.pid, signal.SIGKILL); self.proc.wait(5)
-    except ProcessLookupError: pass
+    def start(self):
+        "Start the server and wait for `/health/`; on a taken port, an early exit, a timeout, an error or Ctrl-C, stop it all and raise."
+        if self.proc is not None and self.proc.poll() is None: raise RuntimeError(f"this server already runs (pid {self.proc.pid}).")
+        if not port_free(self.port, self.host): raise RuntimeError(f"port {self.port} on {self.host} is taken; pass another server_port.")
+        try:
+            self._log = open(self.log_path, "w")
+            self.owned = OwnedProcess(self.cmd, grace=self.grace, stdout=self._log, stderr=subprocess.STDOUT, env=self.env)
+            self.proc, t0 = self.owned.proc, time.monotonic()
+            while not self.healthy():
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"vLLM server exited with code {self.proc.returncode}:\n{self.log_tail()}")
+                if time.monotonic() - t0 > self.timeout:
+                    raise TimeoutError(f"vLLM server not healthy after {self.timeout:.0f} s:\n{self.log_tail()}")
+                time.sleep(0.5)
+            return self
+        except BaseException:                                  # KeyboardInterrupt included: nothing is left running
+            self.stop(); raise
 
-VLLMServer.start, VLLMServer.stop = _start, _stop
-VLLMServer.log_tail = lambda self, n=40: "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:]) if self.log_path.exists() else ""
-VLLMServer.__enter__ = lambda self: self.start()
-VLLMServer.__exit__ = lambda self, *exc: self.stop()
+    def stop(self):
+        "Stop the server's whole process tree (TERM, then KILL after `grace` s), even when its leader already exited; close the log."
+        if self.owned is not None: self.owned.kill(self.grace)
+        if self._log is not None: self._log.close(); self._log = None
+
+    def log_tail(self, n: int = 40) -> str:
+        "The last `n` lines of the server's log."
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:]) if self.log_path.exists() else ""
+
+    def __enter__(self): return self.start()
+    def __exit__(self, *exc): self.stop()
 
 # %% ../nbs/07_grpo.ipynb #b42de79a
 def recording_trainer_class():
@@ -152,9 +184,9 @@ def recording_trainer_class():
         def log(self, logs, start_time=None):
             super().log(logs, start_time)
             if self._rows and self.run_dir is not None:
-                d = self.run_dir/"rollouts"; d.mkdir(exist_ok=True)
                 df = pd.DataFrame(self._rows); df["run_id"] = self.run_dir.name
-                df.to_parquet(d/f"step-{int(df.step.max()):06d}.parquet"); self._rows = []
+                with atomic_path(self.run_dir/"rollouts"/f"step-{int(df.step.max()):06d}.parquet") as tmp: df.to_parquet(tmp)
+                self._rows = []
     return RecordingGRPOTrainer
 
 # %% ../nbs/07_grpo.ipynb #abf12c81
@@ -205,28 +237,25 @@ class RolloutEngine:
         self.caches, self.synced_step = StaticCaches(self.model.config), None
         self.sync()
 
-# %% ../nbs/07_grpo.ipynb #483d8670
-@torch.no_grad()
-def _sync(self):
-    "Copy the policy's current inference weights (and buffers) into the copy, in place; return self."
-    for dst, get in self.plan: dst.copy_(get())
-    return self
+    @torch.no_grad()
+    def sync(self):
+        "Copy the policy's current inference weights (and buffers) into the copy, in place; return self."
+        for dst, get in self.plan: dst.copy_(get())
+        return self
 
-def _generate(self, input_ids, attention_mask, generation_config):
-    "Sample from the copy with chapter 02's fast path (reused static cache, grouped decoding, CUDA graphs)."
-    return fast_generate(self.model, self.caches, generation_config, input_ids=input_ids, attention_mask=attention_mask)
+    def generate(self, input_ids, attention_mask, generation_config):
+        "Sample from the copy with chapter 02's fast path (reused static cache, grouped decoding, CUDA graphs)."
+        return fast_generate(self.model, self.caches, generation_config, input_ids=input_ids, attention_mask=attention_mask)
 
-def _rollout(self, trainer, prompt_ids) -> list[list[int]]:
-    "TRL's HF rollout on the copy: sync when the step moved, left-pad, sample, cut each completion after its first EOS."
-    from trl.trainer.utils import pad
-    if self.synced_step != trainer.state.global_step: self.sync(); self.synced_step = trainer.state.global_step
-    ids = [torch.tensor(p) for p in prompt_ids]
-    x = pad(ids, padding_value=trainer._tokenizer.pad_token_id, padding_side="left").to(self.device)
-    mask = pad([torch.ones_like(t) for t in ids], padding_value=0, padding_side="left").to(self.device)
-    out, eos = self.generate(x, mask, trainer.generation_config)[:, x.shape[1]:].tolist(), set(trainer.eos_token_ids)
-    return [c[:next((i + 1 for i, t in enumerate(c) if t in eos), len(c))] for c in out]
-
-RolloutEngine.sync, RolloutEngine.generate, RolloutEngine.rollout = _sync, _generate, _rollout
+    def rollout(self, trainer, prompt_ids) -> list[list[int]]:
+        "TRL's HF rollout on the copy: sync when the step moved, left-pad, sample, cut each completion after its first EOS."
+        from trl.trainer.utils import pad
+        if self.synced_step != trainer.state.global_step: self.sync(); self.synced_step = trainer.state.global_step
+        ids = [torch.tensor(p) for p in prompt_ids]
+        x = pad(ids, padding_value=trainer._tokenizer.pad_token_id, padding_side="left").to(self.device)
+        mask = pad([torch.ones_like(t) for t in ids], padding_value=0, padding_side="left").to(self.device)
+        out, eos = self.generate(x, mask, trainer.generation_config)[:, x.shape[1]:].tolist(), set(trainer.eos_token_ids)
+        return [c[:next((i + 1 for i, t in enumerate(c) if t in eos), len(c))] for c in out]
 
 # %% ../nbs/07_grpo.ipynb #178b7dc2
 def attach_rollout_engine(trainer, dtype=None):
@@ -243,33 +272,67 @@ def attach_rollout_engine(trainer, dtype=None):
     return trainer.rollouts
 
 # %% ../nbs/07_grpo.ipynb #aa8d7172
+def metrics_rows(path) -> list[dict]:
+    "The records of a `metrics.jsonl`: a torn last line (a crash mid-append) is skipped with a warning; a bad line before it is an error."
+    p = Path(path)
+    if not p.exists(): return []
+    lines, rows = p.read_text(encoding="utf-8", errors="replace").splitlines(), []
+    for i, line in enumerate(lines, 1):
+        if not line.strip(): continue
+        try: r = json.loads(line)
+        except ValueError: r = None
+        if isinstance(r, dict): rows.append(r); continue
+        if i == len(lines):
+            warnings.warn(f"{p}: skipping its torn last line {i} ({line[:60]!r}): the writer stopped in the middle of it.", stacklevel=2)
+        else: raise ValueError(f"{p}:{i}: not a JSON object ({line[:60]!r}); the file is corrupt, not just torn at its end.")
+    return rows
+
 class MetricsLogger(TrainerCallback):
-    "Append every log line to `metrics.jsonl`; on resume, drop lines past the resumed step."
+    "Append every log line to `metrics.jsonl`; on resume, drop lines past the resumed step (and a torn last line)."
     def __init__(self, path): self.path = Path(path)
     def on_train_begin(self, args, state, control, **kw):
         if state.is_world_process_zero and self.path.exists():
-            keep = [l for l in self.path.read_text().splitlines() if l and json.loads(l).get("step", 0) <= state.global_step]
-            self.path.write_text("".join(l + "\n" for l in keep))
+            keep = [r for r in metrics_rows(self.path) if r.get("step", 0) <= state.global_step]
+            atomic_write_text(self.path, "".join(json.dumps(r, default=float) + "\n" for r in keep))
     def on_log(self, args, state, control, logs=None, **kw):
         if state.is_world_process_zero and logs:
             with open(self.path, "a") as f: f.write(json.dumps(dict(step=state.global_step, **logs), default=float) + "\n")
 
+_STEP_FILE = re.compile(r"step-0*([0-9]+)\.")
+
 def join_rollouts(run_dir, upto: int|None = None) -> pd.DataFrame:
-    "All rollout parts of a run as one table (and drop parts past `upto`, for resume)."
+    "All rollout parts of a run as one table (only steps ≤ `upto` when given); it never deletes anything."
     parts = sorted((Path(run_dir)/"rollouts").glob("step-*.parquet"))
-    if upto is not None:
-        for p in parts:
-            if int(p.stem.split("-")[1]) > upto: p.unlink()
-        parts = [p for p in parts if p.exists()]
+    if upto is not None: parts = [p for p in parts if int(_STEP_FILE.match(p.name).group(1)) <= upto]
     return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True) if parts else pd.DataFrame()
+
+def supersede(run_dir, step: int) -> list[Path]:
+    "On resume from `step`: rename what describes later steps (rollout parts, evaluations, the final evaluation, model/) to `*.superseded`."
+    run_dir, moved = Path(run_dir), []
+    cands = [*(run_dir/"rollouts").glob("step-*.parquet"), *(run_dir/"eval").glob("step-*"), *(run_dir/"eval").glob("final-greedy.*"),
+             *[p for p in [run_dir/"model"] if p.exists()]]
+    for p in cands:
+        m = _STEP_FILE.match(p.name)
+        if p.suffix == ".superseded" or (m and int(m.group(1)) <= step): continue
+        q = p.with_name(p.name + ".superseded")
+        if q.is_dir(): shutil.rmtree(q)
+        os.replace(p, q); moved.append(q)
+    return moved
+
+def drop_superseded(run_dir) -> int:
+    "Delete the `*.superseded` leftovers once the resumed run has written its own results; returns how many."
+    found = [p for d in ("rollouts", "eval", ".") for p in (Path(run_dir)/d).glob("*.superseded")]
+    for p in found: shutil.rmtree(p) if p.is_dir() else p.unlink()
+    return len(found)
 
 # %% ../nbs/07_grpo.ipynb #4e37ba45
 class EvalCallback(TrainerCallback):
-    "Score the test questions every `every` steps (k samples, T=1) and greedily at the end (on the rollout copy when there is one)."
-    def __init__(self, tokenizer, records, run, every: int = 50, k: int = 4, batch_size: int = 64, max_new_tokens: int = 512):
+    "Score the test questions every `every` steps (k samples, T=1) and greedily at the end (on the rollout copy when there is one); never on non-finite weights."
+    def __init__(self, tokenizer, records, run, every: int = 50, k: int = 4, batch_size: int = 64, max_new_tokens: int = 512,
+                 guard: NaNGuard|None = None):
         self.tok, self.records, self.run, self.every, self.k = tokenizer, records, run, every, k
         self.batch_size, self.max_new_tokens, self.pending, self.final = batch_size, max_new_tokens, {}, None
-        self.engine, self._gen = None, None
+        self.engine, self._gen, self.guard = None, None, guard or NaNGuard()
     def _generator(self, model):
         if self.engine is None: return HFGenerator(model, self.tok, self.batch_size, fast=False)
         self.engine.sync(); self._gen = self._gen or HFGenerator(self.engine.model, self.tok, self.batch_size, fast=True)
@@ -281,19 +344,72 @@ class EvalCallback(TrainerCallback):
         finally: model.train(was)
         return t
     def on_step_end(self, args, state, control, model=None, **kw):
-        if self.every and state.global_step % self.every == 0 and state.is_world_process_zero:
+        if not (self.every and state.global_step % self.every == 0): return
+        if self.guard.check_weights(model, state.global_step, control): return        # every rank checks, so all stop together
+        if state.is_world_process_zero:
             t = self._eval(model, f"step-{state.global_step}", self.k, 1.0)
             self.pending = {f"eval/{c}": t[c] for c in ("exact", "strict", "format", "lenient")}
     def on_log(self, args, state, control, logs=None, **kw):
         if self.pending and logs is not None: logs.update(self.pending); self.pending = {}
     def on_train_end(self, args, state, control, model=None, **kw):
-        if state.is_world_process_zero and self.records: self.final = self._eval(model, "final-greedy", 1, 0.0)
+        if not self.records or self.guard.check_weights(model, state.global_step): return
+        if state.is_world_process_zero: self.final = self._eval(model, "final-greedy", 1, 0.0)
 
 # %% ../nbs/07_grpo.ipynb #49608bc8
-def latest_checkpoint(run_dir) -> str|None:
-    "The highest-step `checkpoint-N` folder of a run, or None."
-    cps = sorted((Path(run_dir)/"checkpoints").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
-    return str(cps[-1]) if cps else None
+_CHECKPOINT = re.compile(r"checkpoint-([0-9]+)")
+
+def checkpoints(run_dir) -> list[Path]:
+    "The run's `checkpoint-N` folders (numeric N only; `checkpoint-7.tmp` is not one), oldest first."
+    d = Path(run_dir)/"checkpoints"
+    cps = [p for p in d.iterdir() if p.is_dir() and _CHECKPOINT.fullmatch(p.name)] if d.is_dir() else []
+    return sorted(cps, key=lambda p: int(p.name.split("-")[1]))
+
+def checkpoint_problem(path) -> str|None:
+    "Why `path` cannot be resumed from, or None when it is complete (state parses, weights load, torch files are whole)."
+    import zipfile
+    from safetensors import safe_open
+    p = Path(path)
+    try: st = json.loads((p/"trainer_state.json").read_text())
+    except FileNotFoundError: return "no trainer_state.json"
+    except ValueError as e: return f"trainer_state.json does not parse ({e})"
+    m = _CHECKPOINT.fullmatch(p.name)
+    if not isinstance(st, dict) or not isinstance(st.get("global_step"), int): return "trainer_state.json has no global_step"
+    if m and st["global_step"] != int(m.group(1)): return f"trainer_state.json says step {st['global_step']}"
+    idx = p/"model.safetensors.index.json"
+    files = [p/n for n in ("adapter_model.safetensors", "model.safetensors") if (p/n).exists()]
+    if not files and idx.exists():
+        try: files = [p/f for f in sorted(set(json.loads(idx.read_text())["weight_map"].values()))]
+        except (ValueError, KeyError) as e: return f"{idx.name} does not parse ({e})"
+    if not files: return "no adapter_model.safetensors or model.safetensors"
+    for w in files:
+        try:
+            with safe_open(str(w), "pt") as f:
+                keys = list(f.keys())
+                if w.stat().st_size <= 512 << 20:              # an adapter: read every tensor; a full model: the header
+                    for k in keys: f.get_tensor(k)
+        except Exception as e: return f"{w.name} does not load ({e})"
+        if not keys: return f"{w.name} holds no tensors"
+    for q in sorted([*p.glob("*.pt"), *p.glob("*.pth"), *p.glob("*.bin")]):
+        try: zipfile.ZipFile(q).close()
+        except (zipfile.BadZipFile, OSError) as e: return f"{q.name} is not a whole torch file ({e})"
+    return None
+
+def latest_checkpoint(run_dir, set_aside: bool = False) -> str|None:
+    "The newest complete checkpoint of a run (falling back past torn ones, with a message), or None; `set_aside` renames the torn ones."
+    passed = []
+    for p in reversed(checkpoints(run_dir)):
+        why = checkpoint_problem(p)
+        if why is None: break
+        passed.append((p, why))
+    else: p = None
+    for q, why in passed:
+        print(f"resume: {q.name} is incomplete ({why}); {'using ' + p.name if p else 'no complete checkpoint, starting at step 0'}")
+        if set_aside: os.replace(q, q.with_name(f"torn-{q.name}-{time.strftime('%Y%m%dT%H%M%S')}"))
+    return str(p) if p else None
+
+def checkpoint_step(path) -> int:
+    "The step of a `checkpoint-N` folder (0 for None)."
+    return int(Path(path).name.split("-")[1]) if path else 0
 
 def train_grpo(model_path: str, records: list[dict], run_dir: str, steps: int = 500, prompts_per_step: int = 16,
                num_generations: int = 8, max_completion_length: int = 512, lr: float = 3e-5, lora_r: int = LORA_RANK,
@@ -301,41 +417,48 @@ def train_grpo(model_path: str, records: list[dict], run_dir: str, steps: int = 
                save_steps: int = 50, eval_records: list|None = None, eval_every: int = 50, eval_k: int = 4,
                eval_batch_size: int = 64, resume: bool = False, sync_fix: bool = True, seed: int = 0,
                server_port: int = 8000, gpu_memory_utilization: float = 0.5, report_to: list|None = None,
-               fast_generation: bool|None = None) -> dict:
-    "GRPO with LoRA on `records` (the presample RL set); everything recorded under `run_dir`."
+               fast_generation: bool|None = None, callbacks: list|None = None) -> dict:
+    "GRPO with LoRA on `records` (the presample RL set); everything recorded under `run_dir`; extra `callbacks` run after ours."
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
     from accelerate import PartialState
-    seed_everything(seed); tok = load_tokenizer(); run_dir = Path(run_dir)
+    state, run_dir = PartialState(), Path(run_dir)
+    cfg = grpo_config(str(run_dir/"checkpoints"), steps, prompts_per_step, num_generations, max_completion_length, lr, rollout,
+                      is_mode, precision, entropy_lever, save_steps, seed, state.num_processes,
+                      server_port=server_port, gpu_memory_utilization=gpu_memory_utilization, report_to=report_to)
+    check_int("lora_r", lora_r, 1); check_int("eval_every", eval_every, 0); check_int("eval_k", eval_k, 1)
+    check_int("eval_batch_size", eval_batch_size, 1)
     if not records: raise ValueError("GRPO needs at least one training question.")
+    seed_everything(seed); tok = load_tokenizer()
     patch = patch_trl_lora_sync() if (rollout == "server" and sync_fix) else None
     if rollout == "colocate": model_path = dtype_view(model_path, "bfloat16")   # TRL's engine samples in the dtype config.json records
     m = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
     ds = Dataset.from_list([dict(prompt=r["prompt"], answer=r["answer"], steps=r["steps"]) for r in records])
-    cfg = grpo_config(str(run_dir/"checkpoints"), steps, prompts_per_step, num_generations, max_completion_length, lr, rollout,
-                      is_mode, precision, entropy_lever, save_steps, seed, PartialState().num_processes,
-                      server_port=server_port, gpu_memory_utilization=gpu_memory_utilization, report_to=report_to)
     from mathworklog.core import Run
-    ev = EvalCallback(tok, eval_records or [], Run(run_dir), eval_every if eval_records else 0, eval_k, eval_batch_size, max_completion_length)
     guard = NaNGuard()
+    ev = EvalCallback(tok, eval_records or [], Run(run_dir), eval_every if eval_records else 0, eval_k, eval_batch_size,
+                      max_completion_length, guard=guard)
     T = recording_trainer_class()
     tr = T(model=m, reward_funcs=REWARD_FUNCS, args=cfg, train_dataset=ds, processing_class=tok, peft_config=lora_config(lora_r),
-           callbacks=[guard, RunStamp(run_dir.name), ev, MetricsLogger(run_dir/"metrics.jsonl")], run_dir=str(run_dir),
+           callbacks=[guard, RunStamp(run_dir.name), ev, MetricsLogger(run_dir/"metrics.jsonl"), *(callbacks or [])], run_dir=str(run_dir),
            fast_generation=torch.cuda.is_available() if fast_generation is None else fast_generation)
     ev.engine = tr.rollouts
-    ckpt = latest_checkpoint(run_dir) if resume else None
-    if ckpt: join_rollouts(run_dir, upto=int(ckpt.rsplit("-", 1)[1]))
+    ckpt = latest_checkpoint(run_dir, set_aside=state.is_main_process) if resume else None
+    if resume and state.is_main_process: supersede(run_dir, checkpoint_step(ckpt))
+    state.wait_for_everyone()
     t0 = time.perf_counter()
     try: tr.train(resume_from_checkpoint=ckpt)
     finally:
         if patch: patch.undo()
     secs = time.perf_counter() - t0
+    guard.check_weights(tr.model, tr.state.global_step)
     out = dict(run_id=run_dir.name, steps=tr.state.global_step, seconds=round(secs, 1), resumed_from=ckpt, nan_step=guard.fired_at,
-               final_eval=ev.final, rollout=rollout, sync_fix=bool(patch), model_dir=None)
+               nan_what=guard.what, final_eval=ev.final, rollout=rollout, sync_fix=bool(patch), model_dir=None)
     if tr.accelerator.is_main_process:
         r = join_rollouts(run_dir)
-        if len(r): r.to_parquet(run_dir/"rollouts.parquet")
-        if guard.fired_at is None: out["model_dir"] = save_run_model(tr, tok, run_dir)
+        if len(r):
+            with atomic_path(run_dir/"rollouts.parquet") as tmp: r.to_parquet(tmp)
+        if not guard.fired: out["model_dir"] = save_run_model(tr, tok, run_dir); drop_superseded(run_dir)
     return out
 
 # %% ../nbs/07_grpo.ipynb #5ba28851
@@ -345,9 +468,8 @@ PLOTS = [("reward", "reward (weighted, max 5.25)"), ("rewards/exact_check/mean",
          ("sampling/sampling_logp_difference/mean", "trainer–vLLM log-prob mismatch"), ("zero_signal/total", "zero-signal share (total)")]
 
 def read_metrics(run_dir) -> pd.DataFrame:
-    "metrics.jsonl as a table, one row per logged step."
-    p = Path(run_dir)/"metrics.jsonl"
-    return pd.DataFrame([json.loads(l) for l in p.read_text().splitlines() if l]) if p.exists() else pd.DataFrame()
+    "metrics.jsonl as a table, one row per logged step (a torn last line is skipped with a warning; see `metrics_rows`)."
+    return pd.DataFrame(metrics_rows(Path(run_dir)/"metrics.jsonl"))
 
 def plot_metrics(run_dir, title: str = ""):
     "The worklog's GRPO panels; a metric the run did not produce (no vLLM → no mismatch) is marked as absent."

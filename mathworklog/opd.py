@@ -8,8 +8,8 @@ Docs: https://mathworklog.github.io/mathworklog/opd.html.md"""
 from __future__ import annotations
 from pathlib import Path
 import torch
-from .core import load_tokenizer, precision as precision_flags, seed_everything
-from .sft import NaNGuard, RunStamp, save_run_model
+from .core import check_choice, check_int, check_number, load_tokenizer, precision as precision_flags, seed_everything
+from .sft import NaNGuard, RunStamp, nonfinite_params, save_run_model
 
 # %% auto #0
 __all__ = ['trim_vocab', 'teacher_report', 'reverse_kl', 'train_opd']
@@ -33,9 +33,12 @@ def teacher_report(teacher_path: str, tokenizer, records: list[dict], max_new_to
 
 # %% ../nbs/06_opd.ipynb #3fb10f95
 def reverse_kl(student, teacher, tokenizer, records: list[dict], n: int = 2, max_new_tokens: int = 64, seed: int = 0) -> float:
-    "Mean per-token KL(student ‖ teacher) on completions the student samples itself."
+    "Mean per-token KL(student ‖ teacher) on completions the student samples itself (refused for non-finite student weights)."
     from mathworklog.data import render_prompt
     from mathworklog.evaluate import stop_ids
+    if bad := nonfinite_params(student, trainable_only=False):
+        raise ValueError(f"reverse_kl: the student has non-finite weights ({bad[0]}{', …' if len(bad) > 1 else ''}); "
+                         f"sampling from them is meaningless. Check the NaN guard (nan_step) before measuring.")
     torch.manual_seed(seed); tokenizer.padding_side = "left"
     enc = tokenizer([render_prompt(tokenizer, r["question"]) for r in records], return_tensors="pt", padding=True,
                     add_special_tokens=False).to(student.device)
@@ -53,13 +56,17 @@ def reverse_kl(student, teacher, tokenizer, records: list[dict], n: int = 2, max
 
 # %% ../nbs/06_opd.ipynb #ecfc3060
 def train_opd(student_path: str, teacher_path: str, records: list[dict], run_dir: str, steps: int = 100, lr: float = 1e-6,
-              batch: int = 8, max_new_tokens: int = 512, precision: str = "auto", seed: int = 0, kl_n: int = 8) -> dict:
+              batch: int = 8, max_new_tokens: int = 512, precision: str = "auto", seed: int = 0, kl_n: int = 8,
+              callbacks: list|None = None) -> dict:
     "On-policy distillation (reverse KL) of `student_path` toward `teacher_path`; divergence measured before and after."
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
     from trl import DistillationConfig, DistillationTrainer
-    seed_everything(seed); tok = load_tokenizer()
+    check_int("steps", steps, 1); check_number("lr", lr, 0, lo_open=True); check_int("batch", batch, 1)
+    check_int("max_new_tokens", max_new_tokens, 1); check_int("kl_n", kl_n, 1)
+    check_choice("precision", precision, ("auto", "fp32", "bf16"))
     if not records: raise ValueError("OPD needs at least one record.")
+    seed_everything(seed); tok = load_tokenizer()
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     st = AutoModelForCausalLM.from_pretrained(student_path, dtype=torch.float32)
     te = AutoModelForCausalLM.from_pretrained(teacher_path, dtype=torch.bfloat16 if dev == "cuda" else torch.float32).to(dev).eval()
@@ -68,17 +75,18 @@ def train_opd(student_path: str, teacher_path: str, records: list[dict], run_dir
     kl_before = reverse_kl(st.to(dev), te, tok, probe, max_new_tokens=max_new_tokens, seed=seed)
     cfg = DistillationConfig(output_dir=str(Path(run_dir)/"checkpoints"), max_steps=steps, learning_rate=lr, beta=1.0,
                              per_device_train_batch_size=batch, max_completion_length=max_new_tokens, temperature=1.0,
-                             logging_steps=1, logging_nan_inf_filter=False, save_strategy="steps", save_steps=max(steps, 1),
+                             logging_steps=1, logging_nan_inf_filter=False, save_strategy="steps", save_steps=steps,
                              save_only_model=True, report_to=[], seed=seed, gradient_checkpointing=False, disable_tqdm=True,
                              max_grad_norm=1.0, **precision_flags(mode=precision))
     ds = Dataset.from_list([dict(prompt=r["prompt"]) for r in records])
     guard, run_id = NaNGuard(), Path(run_dir).name
     tr = DistillationTrainer(model=st, teacher_model=te, args=cfg, train_dataset=ds, processing_class=tok,
-                             callbacks=[guard, RunStamp(run_id)])
+                             callbacks=[guard, RunStamp(run_id), *(callbacks or [])])
     tr.train()
-    kl_after = reverse_kl(tr.model, te, tok, probe, max_new_tokens=max_new_tokens, seed=seed)
+    guard.check_weights(tr.model, tr.state.global_step)
+    kl_after = None if guard.fired else reverse_kl(tr.model, te, tok, probe, max_new_tokens=max_new_tokens, seed=seed)
     losses = [h["loss"] for h in tr.state.log_history if "loss" in h]
     out = dict(run_id=run_id, steps=tr.state.global_step, first_loss=losses[0] if losses else None, last_loss=losses[-1] if losses else None,
-               kl_before=kl_before, kl_after=kl_after, nan_step=guard.fired_at, model_dir=None)
-    if guard.fired_at is None and tr.accelerator.is_main_process: out["model_dir"] = save_run_model(tr, tok, run_dir)
+               kl_before=kl_before, kl_after=kl_after, nan_step=guard.fired_at, nan_what=guard.what, model_dir=None)
+    if not guard.fired and tr.accelerator.is_main_process: out["model_dir"] = save_run_model(tr, tok, run_dir)
     return out

@@ -6,10 +6,10 @@ Docs: https://mathworklog.github.io/mathworklog/rewards.html.md"""
 
 # %% ../nbs/03_rewards.ipynb #d72e7fe4
 from __future__ import annotations
-import re
 import numpy as np
 import pandas as pd
-from .data import TAGS, checks, completion_text, exact_format, strict_answer, parse_number, _numbers_in
+from .data import (TAGS, answer_value, between, checks, completion_text, distinct_numbers, exact_format,
+                              lenient_answers, parse_number, strict_answer)
 
 # %% auto #0
 __all__ = ['REWARD_FUNCS', 'REWARD_WEIGHTS', 'REWARD_MAX', 'MAX_TOTAL', 'exact_check', 'correctness_check',
@@ -41,17 +41,20 @@ def _per_completion(score):
 @_per_completion
 def exact_check(text, answer, steps):
     "1 when the `<SOLUTION>` number is right and the tag format is exact."
-    return float(checks(text, answer)["exact"])
+    gold = answer_value(answer)
+    return float(gold is not None and exact_format(text) and strict_answer(text) == gold)
 
 @_per_completion
 def correctness_check(text, answer, steps):
     "1 when the `<SOLUTION>` block holds the right number."
-    return float(checks(text, answer)["strict"])
+    gold = answer_value(answer)
+    return float(gold is not None and strict_answer(text) == gold)
 
 @_per_completion
 def lenient_correctness_check(text, answer, steps):
     "1 when the right number appears where a lenient reader looks (solution, \\boxed{}, ####, last number)."
-    return float(checks(text, answer)["lenient"])
+    gold = answer_value(answer)
+    return float(gold is not None and gold in lenient_answers(text))
 
 @_per_completion
 def format_check(text, answer, steps):
@@ -72,13 +75,15 @@ def solution_number_check(text, answer, steps):
 # %% ../nbs/03_rewards.ipynb #6c019df0
 def reasoning_text(text: str) -> str:
     "The working-out section, or the text before `<SOLUTION>` when the tags are missing."
-    m = re.search(r"<start_working_out>(.*?)<end_working_out>", text, re.S)
-    return m.group(1) if m else text.split("<SOLUTION>")[0]
+    w = between(text, TAGS[0], TAGS[1])
+    if w is not None: return w
+    i = text.find(TAGS[2])
+    return text if i < 0 else text[:i]
 
 @_per_completion
 def step_check(text, answer, steps):
     "Share of the reference's intermediate results found in the reasoning, shrunk when numbers are spammed."
-    have = set(_numbers_in(reasoning_text(text)))
+    have = distinct_numbers(reasoning_text(text))
     if not steps: return float(bool(have))
     want = [parse_number(s) for s in steps]
     score = sum(w in have for w in want if w is not None) / len(want)

@@ -6,14 +6,16 @@ Docs: https://mathworklog.github.io/mathworklog/sft.html.md"""
 
 # %% ../nbs/05_sft.ipynb #ac44b5e3
 from __future__ import annotations
-import json, math
+import json, math, os, shutil
 from pathlib import Path
 import torch
 from transformers import TrainerCallback
-from .core import load_tokenizer, precision as precision_flags, seed_everything
+from .core import (atomic_write_text, check_choice, check_int, check_number, load_tokenizer,
+                              precision as precision_flags, seed_everything)
 
 # %% auto #0
-__all__ = ['sft_dataset', 'NaNGuard', 'stamp', 'RunStamp', 'save_run_model', 'sft_config', 'train_sft']
+__all__ = ['SFT_PRECISIONS', 'sft_dataset', 'nonfinite_params', 'NaNGuard', 'stamp', 'RunStamp', 'save_run_model', 'sft_config',
+           'train_sft']
 
 # %% ../nbs/05_sft.ipynb #8bce1087
 def sft_dataset(records: list[dict]):
@@ -24,21 +26,38 @@ def sft_dataset(records: list[dict]):
                               for r in records])
 
 # %% ../nbs/05_sft.ipynb #761c47ee
+def nonfinite_params(model, trainable_only: bool = True) -> list[str]:
+    "Names of the (trainable) parameters holding a NaN or an infinity, [] when all are finite (one device sync)."
+    ps = [(n, p) for n, p in model.named_parameters() if p.requires_grad or not trainable_only]
+    if not ps: return []
+    with torch.no_grad(): bad = torch.stack([~torch.isfinite(p).all() for _, p in ps]).cpu()
+    return [n for (n, _), b in zip(ps, bad.tolist()) if b]
+
 class NaNGuard(TrainerCallback):
-    "Stop at the first non-finite loss or grad norm, and refuse to save from then on."
+    "Stop at the first non-finite loss, grad norm or trainable weight, and refuse to save from then on."
     def __init__(self): self.fired_at, self.what = None, None
+    @property
+    def fired(self) -> bool: return self.fired_at is not None
+    def trip(self, step: int, what: list, control=None):
+        "Record the first non-finite value (`what`, at `step`) and stop training and saving."
+        if self.fired_at is None:
+            self.fired_at, self.what = step, list(what)
+            print(f"NaNGuard: non-finite {', '.join(self.what)} at step {step}; stopping, nothing saved.")
+        if control is not None: control.should_training_stop, control.should_save = True, False
+    def check_weights(self, model, step: int, control=None) -> bool:
+        "Trip when `model`'s trainable weights are not all finite; True when the guard has fired."
+        if not self.fired and model is not None and (bad := nonfinite_params(model)):
+            self.trip(step, [f"weights ({bad[0]}{', …' if len(bad) > 1 else ''})"], control)
+        return self.fired
     def on_log(self, args, state, control, logs=None, **kw):
         bad = [k for k in ("loss", "grad_norm") if isinstance((logs or {}).get(k), float) and not math.isfinite(logs[k])]
-        if bad and self.fired_at is None:
-            self.fired_at, self.what = state.global_step, bad
-            print(f"NaNGuard: non-finite {', '.join(bad)} at step {state.global_step}; stopping, nothing saved.")
-        if self.fired_at is not None: control.should_training_stop, control.should_save = True, False
-    def on_step_end(self, args, state, control, **kw):
-        if self.fired_at is not None: control.should_save = False
+        if bad or self.fired: self.trip(state.global_step, bad, control)
+    def on_step_end(self, args, state, control, model=None, **kw):
+        if self.check_weights(model, state.global_step, control): control.should_training_stop, control.should_save = True, False
 
 def stamp(folder, run_id: str, step: int):
     "Write `mathworklog_run.json` (run id, step) into a checkpoint or model folder."
-    (Path(folder)/"mathworklog_run.json").write_text(json.dumps(dict(run_id=run_id, step=step)))
+    atomic_write_text(Path(folder)/"mathworklog_run.json", json.dumps(dict(run_id=run_id, step=step)))
 
 class RunStamp(TrainerCallback):
     "Write `mathworklog_run.json` (run id, step) into every checkpoint."
@@ -49,19 +68,31 @@ class RunStamp(TrainerCallback):
         if d.exists(): stamp(d, self.run_id, state.global_step)
 
 def save_run_model(trainer, tokenizer, run_dir) -> str:
-    "Save a trainer's model (safetensors) and tokenizer to `<run_dir>/model`, stamped with the run id."
-    md = Path(run_dir)/"model"; trainer.save_model(str(md)); tokenizer.save_pretrained(md)
-    stamp(md, Path(run_dir).name, trainer.state.global_step)
+    "Save a trainer's model (safetensors), tokenizer and run stamp as `<run_dir>/model`, complete or not at all."
+    md = Path(run_dir)/"model"
+    if md.exists(): raise FileExistsError(f"{md} exists; a run never overwrites its outputs.")
+    tmp = md.with_name(f".model.tmp-{os.getpid()}")
+    try:
+        trainer.save_model(str(tmp)); tokenizer.save_pretrained(tmp)
+        stamp(tmp, Path(run_dir).name, trainer.state.global_step)
+        os.rename(tmp, md)
+    finally:
+        if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
     return str(md)
 
 # %% ../nbs/05_sft.ipynb #a6ce663e
+SFT_PRECISIONS = ("auto", "fp32", "bf16", "bf16-weights")
+
 def sft_config(out_dir: str, steps: int, lr: float, batch: int, precision: str = "auto", seed: int = 0, save_steps: int|None = None, **kw):
-    "TRL `SFTConfig` for the warm-up: completion-only loss, logging every step, NaN-visible logs."
+    "TRL `SFTConfig` for the warm-up: completion-only loss, logging every step, NaN-visible logs; parameters checked first."
     from trl import SFTConfig
+    check_int("steps", steps, 1); check_number("lr", lr, 0, lo_open=True); check_int("batch", batch, 1)
+    check_choice("precision", precision, SFT_PRECISIONS)
+    if save_steps is not None: check_int("save_steps", save_steps, 1)
     flags = precision_flags(mode="bf16" if precision == "bf16-weights" else precision)
     return SFTConfig(output_dir=out_dir, max_steps=steps, learning_rate=lr, per_device_train_batch_size=batch,
                      gradient_accumulation_steps=1, logging_steps=1, logging_nan_inf_filter=False, save_strategy="steps",
-                     save_steps=save_steps or max(steps, 1), save_only_model=True, report_to=[], seed=seed,
+                     save_steps=save_steps or steps, save_only_model=True, report_to=[], seed=seed,
                      completion_only_loss=True, max_length=1024, lr_scheduler_type="cosine", warmup_steps=0,
                      gradient_checkpointing=False, max_grad_norm=1.0, dataloader_num_workers=0, disable_tqdm=True,
                      **flags, **kw)
@@ -73,21 +104,24 @@ def train_sft(model_path: str, records: list[dict], run_dir: str, steps: int = 1
     "Fine-tune `model_path` on the records' tag-format references; save `model/` unless the NaN guard fired."
     from transformers import AutoModelForCausalLM
     from trl import SFTTrainer
+    cfg = sft_config(str(Path(run_dir)/"checkpoints"), steps, lr, batch, precision, seed, save_steps)   # checks first
+    check_int("eval_n", eval_n, 1)
+    ds = sft_dataset(records)
     seed_everything(seed)
     tok = load_tokenizer(tokenizer_path)
     dtype = torch.bfloat16 if precision == "bf16-weights" else torch.float32
     m = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, attn_implementation=attn)
-    ds = sft_dataset(records)
     guard, run_id = NaNGuard(), Path(run_dir).name
-    cfg = sft_config(str(Path(run_dir)/"checkpoints"), steps, lr, batch, precision, seed, save_steps)
     tr = SFTTrainer(model=m, args=cfg, train_dataset=ds, processing_class=tok, callbacks=[guard, RunStamp(run_id), *(callbacks or [])])
     probe = ds.select(range(min(len(ds), eval_n)))              # a fixed slice of the SFT set, scored before and after
     before = tr.evaluate(eval_dataset=probe, metric_key_prefix="before")["before_loss"]
     tr.train()
+    guard.check_weights(tr.model, tr.state.global_step)
     losses = [h["loss"] for h in tr.state.log_history if "loss" in h]
     out = dict(run_id=run_id, steps=tr.state.global_step, first_loss=losses[0] if losses else None,
-               last_loss=losses[-1] if losses else None, eval_loss_before=before, nan_step=guard.fired_at, model_dir=None)
-    if guard.fired_at is None:
+               last_loss=losses[-1] if losses else None, eval_loss_before=before, nan_step=guard.fired_at,
+               nan_what=guard.what, model_dir=None)
+    if not guard.fired:
         out["eval_loss_after"] = tr.evaluate(eval_dataset=probe, metric_key_prefix="after")["after_loss"]
         if tr.accelerator.is_main_process: out["model_dir"] = save_run_model(tr, tok, run_dir)
     return out

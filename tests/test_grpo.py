@@ -4,7 +4,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mathworklog.core import load_tokenizer, model_path, new_run, _free_port
+from mathworklog.core import load_tokenizer, model_path, new_run, free_port
 from mathworklog.data import load_gsm8k, prepare
 from mathworklog.rewards import REWARD_WEIGHTS
 from mathworklog.grpo import train_grpo, VLLMServer, port_free, read_metrics, resolve_rollout
@@ -12,7 +12,7 @@ from mathworklog.grpo import train_grpo, VLLMServer, port_free, read_metrics, re
 STANDIN = [sys.executable, "-c", "import http.server,sys\nclass H(http.server.BaseHTTPRequestHandler):\n def do_GET(s): s.send_response(200); s.end_headers()\n def log_message(*a): pass\nhttp.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()"]
 
 def test_server_cleaned_up_when_trainer_fails():
-    port = _free_port()
+    port = free_port()
     srv = VLLMServer("unused", port=port, cmd=STANDIN + [str(port)], timeout=30)
     with pytest.raises(RuntimeError, match="trainer crashed"):
         with srv:
@@ -21,7 +21,7 @@ def test_server_cleaned_up_when_trainer_fails():
     assert srv.proc.poll() is not None and port_free(port)
 
 def test_server_early_exit_is_a_clear_error():
-    srv = VLLMServer("unused", port=_free_port(), cmd=[sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"], timeout=30)
+    srv = VLLMServer("unused", port=free_port(), cmd=[sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"], timeout=30)
     with pytest.raises(RuntimeError, match="exited with code 3"): srv.start()
 
 def test_rollout_mode_errors_never_hang():
