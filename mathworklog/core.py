@@ -13,15 +13,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'PRESETS', 'HUB_TOKENIZER', 'QWEN2_PRETOKENIZE_REGEX', 'CHATML_TEMPLATE', 'Preset',
-           'get_preset', 'check_param', 'check_int', 'check_number', 'check_choice', 'project_root', 'runs_root',
-           'cache_dir', 'library_versions', 'git_commit', 'atomic_path', 'atomic_write_text', 'locked',
-           'MalformedRunError', 'RunRefusedError', 'Run', 'new_run', 'find_runs', 'latest_run', 'usable_run',
-           'resolve_run', 'NonFiniteRunError', 'stop_if_nan', 'quiet', 'seed_everything', 'pick_device', 'precision',
-           'hub_reachable', 'bundled_data_dir', 'cached_dir', 'fallback_tokenizer', 'load_tokenizer',
-           'MissingResourceError', 'require_gpu', 'vocab_rows', 'random_qwen2', 'model_path', 'load_model',
-           'model_from', 'proc_stat', 'live_processes', 'track_tree', 'signal_pids', 'kill_tree', 'watchdog_main',
-           'free_port', 'pid_alive', 'group_alive', 'OwnedProcess', 'launch', 'launch_main']
+__all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'PRESETS', 'WORKLOG', 'LORA_RANK', 'HUB_TOKENIZER', 'QWEN2_PRETOKENIZE_REGEX',
+           'CHATML_TEMPLATE', 'Preset', 'get_preset', 'worklog', 'lora_config', 'lora_scaling', 'check_param',
+           'check_int', 'check_number', 'check_choice', 'project_root', 'runs_root', 'cache_dir', 'library_versions',
+           'git_commit', 'atomic_path', 'atomic_write_text', 'locked', 'MalformedRunError', 'RunRefusedError', 'Run',
+           'new_run', 'find_runs', 'latest_run', 'usable_run', 'resolve_run', 'NonFiniteRunError', 'stop_if_nan',
+           'quiet', 'seed_everything', 'pick_device', 'precision', 'hub_reachable', 'bundled_data_dir', 'cached_dir',
+           'fallback_tokenizer', 'load_tokenizer', 'MissingResourceError', 'require_gpu', 'vocab_rows', 'random_qwen2',
+           'model_path', 'load_model', 'model_from', 'proc_stat', 'live_processes', 'track_tree', 'signal_pids',
+           'kill_tree', 'watchdog_main', 'free_port', 'pid_alive', 'group_alive', 'OwnedProcess', 'launch',
+           'launch_main']
 
 # %% ../nbs/00_core.ipynb #90023c90
 @dataclass(frozen=True)
@@ -74,6 +75,44 @@ def get_preset(name: str|Preset) -> Preset:
     if isinstance(name, Preset): return name
     if name not in PRESETS: raise ValueError(f"Unknown preset {name!r}; choose one of {sorted(PRESETS)}.")
     return PRESETS[name]
+
+# %% ../nbs/00_core.ipynb #3e5e8503
+WORKLOG = {
+    "reward_max": (5.25, "the seven rewards' weighted maximum"),
+    "sft_questions": (2093, "0/k and k/k training questions the SFT warm-up trained on"),
+    "rl_questions": (4380, "training questions left for RL: the re-presample's 1…k−1 minus the SFT questions"),
+    "sft_loss_fp32": ((0.61, 0.27), "SFT loss first → last, fp32 master weights"),
+    "sft_loss_bf16_weights": ((0.61, 0.48), "SFT loss first → last, bf16 weights"),
+    "opd_teacher": ("91.7% correct, 77% exact format", "the 7B teacher, greedy, on the test questions"),
+    "presample_vllm_time": ("about a minute", "7,473 × 8 samples through vLLM"),
+    "step_check_spread": ("56% of groups; 85%", "groups of equal correctness in which step_check still varies"),
+    "averaging": ((0.89, 0.96), "average vs last update: relative norm, cosine"),
+    "sync_mismatch_fp32_unpatched": (((1, 0.0006), (20, 0.036)), "trainer–vLLM log-prob mismatch, LoRA, fp32, unpatched: (step, value)"),
+    "sync_is_ratio_fp32_unpatched": (((1, 1.00), (20, 0.39)), "importance-sampling ratio, same run"),
+    "sync_mismatch_patched": (0.0006, "mismatch of the fixed run (wyua69fh), flat"),
+    "sync_is_ratio_patched": ((0.998, 1.005), "importance-sampling ratio range of the fixed run"),
+    "bf16_survival": (0.71, "share of the LoRA update that survives a bf16 merge"),
+    "merge_unmerge_leak": ((2.5e-4, 4e-9), "base-weight drift after 10 merge/unmerge cycles: bf16, fp32"),
+}
+
+def worklog(key: str):
+    "The worklog's published value for `key` (see `WORKLOG`)."
+    if key not in WORKLOG: raise KeyError(f"no worklog figure {key!r}; known: {sorted(WORKLOG)}")
+    return WORKLOG[key][0]
+
+# %% ../nbs/00_core.ipynb #1aac4341
+LORA_RANK = 16
+
+def lora_config(r: int = LORA_RANK, **kw):
+    "PEFT `LoraConfig` with the worklog's recipe: all linear layers, alpha = 2r, dropout 0."
+    from peft import LoraConfig
+    check_int("lora_r", r, 1)
+    return LoraConfig(**(dict(r=r, lora_alpha=2 * r, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM") | kw))
+
+def lora_scaling(r: int, lora_alpha: float, use_rslora: bool = False) -> float:
+    "The factor PEFT multiplies `B·A` by: alpha / r, or alpha / sqrt(r) with rsLoRA."
+    import math
+    return lora_alpha / (math.sqrt(r) if use_rslora else r)
 
 # %% ../nbs/00_core.ipynb #c01e08e9
 def check_param(name: str, value, ok, allowed: str):
