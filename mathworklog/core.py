@@ -14,8 +14,8 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'PRESETS', 'WORKLOG', 'LORA_RANK', 'HUB_TOKENIZER', 'QWEN2_PRETOKENIZE_REGEX',
-           'CHATML_TEMPLATE', 'Preset', 'get_preset', 'worklog', 'lora_config', 'lora_scaling', 'check_param',
-           'check_int', 'check_number', 'check_choice', 'project_root', 'runs_root', 'cache_dir', 'library_versions',
+           'CHATML_TEMPLATE', 'Preset', 'get_preset', 'worklog', 'check_param', 'check_int', 'check_number',
+           'check_choice', 'lora_config', 'lora_scaling', 'project_root', 'runs_root', 'cache_dir', 'library_versions',
            'git_commit', 'atomic_path', 'atomic_write_text', 'locked', 'MalformedRunError', 'RunRefusedError', 'Run',
            'new_run', 'find_runs', 'latest_run', 'usable_run', 'resolve_run', 'NonFiniteRunError', 'stop_if_nan',
            'quiet', 'seed_everything', 'pick_device', 'precision', 'hub_reachable', 'bundled_data_dir', 'cached_dir',
@@ -100,20 +100,6 @@ def worklog(key: str):
     if key not in WORKLOG: raise KeyError(f"no worklog figure {key!r}; known: {sorted(WORKLOG)}")
     return WORKLOG[key][0]
 
-# %% ../nbs/00_core.ipynb #1aac4341
-LORA_RANK = 16
-
-def lora_config(r: int = LORA_RANK, **kw):
-    "PEFT `LoraConfig` with the worklog's recipe: all linear layers, alpha = 2r, dropout 0."
-    from peft import LoraConfig
-    check_int("lora_r", r, 1)
-    return LoraConfig(**(dict(r=r, lora_alpha=2 * r, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM") | kw))
-
-def lora_scaling(r: int, lora_alpha: float, use_rslora: bool = False) -> float:
-    "The factor PEFT multiplies `B·A` by: alpha / r, or alpha / sqrt(r) with rsLoRA."
-    import math
-    return lora_alpha / (math.sqrt(r) if use_rslora else r)
-
 # %% ../nbs/00_core.ipynb #c01e08e9
 def check_param(name: str, value, ok, allowed: str):
     "`value` when `ok(value)` is true; otherwise a ValueError naming the parameter, its value and what is allowed."
@@ -145,6 +131,20 @@ def check_choice(name: str, value, choices):
     "One of `choices`."
     choices = list(choices)
     return check_param(name, value, lambda v: v in choices, "one of " + ", ".join(map(repr, choices)))
+
+# %% ../nbs/00_core.ipynb #1aac4341
+LORA_RANK = 16
+
+def lora_config(r: int = LORA_RANK, **kw):
+    "PEFT `LoraConfig` with the worklog's recipe: all linear layers, alpha = 2r, dropout 0."
+    from peft import LoraConfig
+    check_int("lora_r", r, 1)
+    return LoraConfig(**(dict(r=r, lora_alpha=2 * r, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM") | kw))
+
+def lora_scaling(r: int, lora_alpha: float, use_rslora: bool = False) -> float:
+    "The factor PEFT multiplies `B·A` by: alpha / r, or alpha / sqrt(r) with rsLoRA."
+    import math
+    return lora_alpha / (math.sqrt(r) if use_rslora else r)
 
 # %% ../nbs/00_core.ipynb #256cdde8
 def project_root() -> Path:
