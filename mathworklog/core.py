@@ -337,8 +337,8 @@ def stop_if_nan(run: Run, res: dict) -> dict:
                             f"Lower the learning rate, or check the precision and attention settings, and run the chapter again.")
 
 # %% ../nbs/00_core.ipynb #9f1c89ce
-def quiet():
-    "Silence progress bars and library warnings in notebook output (errors still show)."
+def quiet(preset: str|None = None):
+    "Silence progress bars and library warnings in notebook output (errors still show); with `preset`, say which preset this output comes from."
     import warnings, logging
     for cat in (FutureWarning, DeprecationWarning, UserWarning): warnings.filterwarnings("ignore", category=cat)
     warnings.filterwarnings("ignore", message="IProgress not found")
@@ -348,7 +348,13 @@ def quiet():
         transformers.logging.set_verbosity_error(); transformers.utils.logging.disable_progress_bar()
         datasets.utils.logging.set_verbosity_error(); datasets.disable_progress_bars()
     except ImportError: pass
-    logging.getLogger("accelerate").setLevel(logging.ERROR)
+    for name in ("accelerate", "vllm", "torch._dynamo", "torch._inductor"): logging.getLogger(name).setLevel(logging.ERROR)
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR"); os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "1")
+    if preset is not None:
+        import torch
+        dev = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({os.cpu_count()} cores)"
+        print(f"mathworklog {__import__('mathworklog').__version__}: preset={preset!r} on {dev}, torch {torch.__version__}, "
+              f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC")
 
 # %% ../nbs/00_core.ipynb #bce251dc
 def seed_everything(seed: int = 0):

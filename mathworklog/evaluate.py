@@ -251,11 +251,8 @@ def evaluate(generator, tokenizer, records: list[dict], n: int = 1, temperature:
     df = score_records(records, g.texts)
     table = summarize(df) | dict(temperature=temperature, tokens=g.n_tokens, seconds=round(g.seconds, 2),
                                  tokens_per_s=round(g.tokens_per_s, 1))
-    if run is not None:
-        p = run.sub("eval")/f"{name}.jsonl"
-        if p.exists(): raise FileExistsError(f"{p} exists; a run never overwrites its outputs.")
-        df.assign(run_id=run.id).to_json(p, orient="records", lines=True)
-        (run.sub("eval")/f"{name}.table.json").write_text(json.dumps(table | {"run_id": run.id}, indent=2))
+    if run is not None:                                   # atomic, and never over an earlier evaluation of the same name
+        run.save_table(df, f"eval/{name}.jsonl"); run.save_json(table | {"run_id": run.id}, f"eval/{name}.table.json")
     return df, table
 
 def table_frame(table: dict) -> pd.DataFrame:

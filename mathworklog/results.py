@@ -9,16 +9,22 @@ from __future__ import annotations
 import argparse, json, time
 from pathlib import Path
 import pandas as pd
-from .core import find_runs, new_run, project_root
+from .core import WORKLOG, find_runs, latest_run, new_run, project_root
+from .grpo import read_metrics
 
 # %% auto #0
-__all__ = ['WHAT', 'WORKLOG_REFERENCE', 'eval_points', 'results_table', 'plot_runs', 'chapters', 'run_worklog', 'worklog_main']
+__all__ = ['WHAT', 'WORKLOG_KEYS', 'worklog_reference', 'eval_points', 'results_table', 'evidence', 'plot_runs',
+           'measured_markdown', 'chapters', 'run_worklog', 'worklog_main']
 
 # %% ../nbs/10_results.ipynb #8ac25408
 WHAT = {"baseline": "greedy eval of the base model", "presample": "k samples per train question", "sft": "SFT warm-up",
         "opd": "on-policy distillation warm-up", "grpo": "GRPO (LoRA, DAPO)", "averaging": "checkpoint average (+ second round)"}
-WORKLOG_REFERENCE = {"opd": "7B teacher: 91.7% correct, 77% exact format", "sft": "loss 0.61→0.27 (fp32 masters); bf16 weights 0.61→0.48",
-                     "averaging": "avg/last update: rel. norm 0.89, cosine 0.96"}
+WORKLOG_KEYS = {"sft": ("sft_loss_fp32", "sft_questions"), "opd": ("opd_teacher",), "presample": ("presample_vllm_time", "rl_questions"),
+                "grpo": ("sync_mismatch_patched",), "averaging": ("averaging",)}
+
+def worklog_reference(chapter: str) -> str:
+    "The worklog's published figures for a chapter, as text labelled with what they are (from `core.WORKLOG`)."
+    return "; ".join(f"{WORKLOG[k][1]}: {WORKLOG[k][0]}" for k in WORKLOG_KEYS.get(chapter, ()))
 
 def eval_points(run_path) -> dict:
     "{evaluation name: exact accuracy} from a run's eval tables (sub-runs included)."
@@ -51,8 +57,24 @@ def results_table(root=None, preset: str|None = None) -> pd.DataFrame:
                          status=m.get("status"), base_model=_short(m.get("base_model")),
                          exact=json.dumps({k: round(v, 3) for k, v in ev.items() if v is not None}) if ev else "",
                          best_step=best, best_exact=steps.get(best) if best is not None else None,
-                         worklog_reference_not_measured_here=WORKLOG_REFERENCE.get(m["chapter"], "")))
+                         summary=_compact(m.get("summary")), worklog_reference_not_measured_here=worklog_reference(m["chapter"])))
     return pd.DataFrame(rows)
+
+def _compact(summary) -> str:
+    "A run's headline figures on one line (numbers rounded, nested tables skipped)."
+    if not summary: return ""
+    fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)
+    return ", ".join(f"{k}={fmt(v)}" for k, v in summary.items() if not isinstance(v, (dict, list)))
+
+def evidence(root=None, preset: str|None = None) -> pd.DataFrame:
+    "The newest finished run of each chapter and its headline figures (`meta.json['summary']`): one row per figure."
+    rows = []
+    for ch in WHAT:
+        r = latest_run(ch, preset, root)
+        if r is None: continue
+        for k, v in (r.meta.get("summary") or {}).items():
+            if not isinstance(v, (dict, list)): rows.append(dict(chapter=ch, run_id=r.id, figure=k, value=v))
+    return pd.DataFrame(rows, columns=["chapter", "run_id", "figure", "value"])
 
 # %% ../nbs/10_results.ipynb #cac44dca
 def plot_runs(root=None, preset: str|None = None):
@@ -63,14 +85,64 @@ def plot_runs(root=None, preset: str|None = None):
         for sub in [r.path, *[p for p in r.path.iterdir() if p.is_dir() and (p/"metrics.jsonl").exists()]]:
             ev = {_step(k): v for k, v in eval_points(sub).items() if _step(k) is not None and "/" not in k}
             if ev: ax[0].plot(sorted(ev), [ev[s] for s in sorted(ev)], "o-", label=sub.name if sub != r.path else r.id)
-            mp = sub/"metrics.jsonl"
-            if mp.exists():
-                df = pd.DataFrame([json.loads(l) for l in mp.read_text().splitlines() if l])
-                if "entropy" in df: d = df[["step", "entropy"]].dropna(); ax[1].plot(d.step, d.entropy, label=sub.name if sub != r.path else r.id)
+            df = read_metrics(sub)
+            if "entropy" in df: d = df[["step", "entropy"]].dropna(); ax[1].plot(d.step, d.entropy, label=sub.name if sub != r.path else r.id)
     ax[0].set(title="test exact accuracy (T=1 samples)", xlabel="step"); ax[1].set(title="entropy", xlabel="step")
     for a in ax:
         if a.lines: a.legend(fontsize=7)
     fig.tight_layout(); return fig
+
+# %% ../nbs/10_results.ipynb #7dacd3a7
+def _num(v, fmt="{:,.0f}"):
+    return "not measured" if v is None else fmt.format(v)
+
+def measured_markdown(folder="bench/h200") -> str:
+    "Markdown tables of the GPU benchmarks in `folder` (grpo_step, rollout_throughput, presample_full, vllm_tests, logprob_memory)."
+    d = Path(folder); load = lambda n: json.loads((d/f"{n}.json").read_text()) if (d/f"{n}.json").exists() else {}
+    out = []
+    g = load("grpo_step")
+    if g:
+        out += ["| GRPO step, 16 × 8 × 256, LoRA r16 | s/step | generation | training | peak GiB | sampler–trainer log-prob gap |", "|---|---|---|---|---|---|"]
+        for v in ("trl_default", "vllm_colocate", "mathworklog"):
+            for p in ("bf16", "fp32"):
+                r = g.get(f"{v}:{p}", {})
+                gap = (r.get("logprob_mismatch") or {}).get("mean")
+                out.append(f"| {v} ({p}) | {_num(r.get('step_s'), '{:.2f}')} | {_num(r.get('generation_s'), '{:.2f}')} | "
+                           f"{_num(r.get('training_s'), '{:.2f}')} | {_num(r.get('peak_gib'), '{:.1f}')} | {_num(gap, '{:.4f}')} |")
+        out.append("")
+    t = load("rollout_throughput")
+    if t:
+        out += ["| rollouts, 256 sampled tokens, bf16 | plain `generate` tok/s | fast path tok/s | ratio |", "|---|---|---|---|"]
+        for b in ("batch_64", "batch_512"):
+            r = t.get(b, {})
+            out.append(f"| {b.replace('_', ' ')} | {_num(r.get('plain_tok_s'))} | {_num(r.get('fast_tok_s'))} | {_num(r.get('ratio'), '{:.1f}×')} |")
+        for m in ("vllm_in_process", "vllm_own_process"):
+            r = t.get(m) or {}
+            out.append(f"| vLLM, engine {m.removeprefix('vllm_').replace('_', ' ')} | | " + ", ".join(
+                f"{k.replace('_', ' ')} {_num(v.get('tok_s'))}" for k, v in r.items() if isinstance(v, dict) and "tok_s" in v) + (" | |" if r else "not measured | |"))
+        out.append("")
+    p = load("presample_full")
+    if p:
+        out += ["| chapters at the worklog's size | engine | tokens | seconds | tok/s |", "|---|---|---|---|---|"]
+        for k, label in (("baseline_vllm", "02: 1,319 × greedy"), ("baseline_hf", "02: 1,319 × greedy"), ("presample_vllm", "04: 7,473 × 8"), ("presample_hf", "04: 7,473 × 8 (subset)")):
+            r = p.get(k) or {}
+            out.append(f"| {label} | {'vLLM' if 'vllm' in k else 'HF fast path'} | {_num(r.get('tokens'))} | {_num(r.get('seconds'), '{:.1f}')} | "
+                       + (_num(r.get("tokens_per_s")) if r.get("completed", True) else f"did not finish (< {_num(r.get('tokens_per_s_upper_bound'))})") + " |")
+        out.append("")
+    v = load("vllm_tests")
+    if v:
+        s = v.get("sync_bug_real_engine_fp32", {})
+        out += [f"vLLM tests on the box: greedy vLLM = HF `generate` (fp32) for {v.get('greedy_identical_fp32', {}).get('share', 0):.0%} of prompts; "
+                f"teacher-forced log-prob gap vLLM vs HF {v.get('vllm_copy_logprob_gap', {}).get('float32', {}).get('mean', float('nan')):.1e} (fp32), "
+                f"{v.get('vllm_copy_logprob_gap', {}).get('bfloat16', {}).get('mean', float('nan')):.1e} (bf16) per token; "
+                f"the sync bug in a real engine (fp32, 1 GiB buffer): {s.get('unpatched', {}).get('stuck', '?')} of {s.get('unpatched', {}).get('of', '?')} "
+                f"LoRA matrices arrive as base weights unpatched, {s.get('clone', {}).get('stuck', '?')} with the clone fix, "
+                f"{s.get('out_of_place', {}).get('stuck', '?')} out of place.", ""]
+    m = load("logprob_memory")
+    if m:
+        out.append(f"Per-token log-probs + backward, 8 × 2,048 tokens × 151,936 rows: full fp32 logits {_num(m.get('full_fp32_logits', {}).get('peak_gib'), '{:.1f}')} GiB peak, "
+                   f"TRL's chunked kernel {_num(m.get('trl_chunked_recompute', {}).get('peak_gib'), '{:.2f}')} GiB.")
+    return "\n".join(out)
 
 # %% ../nbs/10_results.ipynb #103849a2
 def chapters() -> list[Path]:
@@ -98,6 +170,8 @@ def worklog_main(argv=None):
     a = ap.parse_args(argv)
     t = run_worklog(a.preset, a.only)
     pd.set_option("display.width", 250); pd.set_option("display.max_colwidth", 80)
-    print(t.drop(columns=["worklog_reference_not_measured_here"]).to_string(index=False))
+    print(t.drop(columns=["worklog_reference_not_measured_here", "summary"]).to_string(index=False))
+    ev = evidence(preset=a.preset)
+    if len(ev): print("\nwhat the worklog shows, measured in this preset's newest runs:\n" + ev.drop(columns="run_id").to_string(index=False))
     wl = find_runs("worklog", a.preset)[-1]
     print(f"\nworklog run {wl.id}: chapter times (s) {wl.meta['results']['seconds']}; total {wl.meta['results']['total_seconds']} s")
