@@ -14,7 +14,7 @@ from .grpo import read_metrics
 
 # %% auto #0
 __all__ = ['WHAT', 'WORKLOG_KEYS', 'worklog_reference', 'eval_points', 'results_table', 'evidence', 'plot_runs',
-           'measured_markdown', 'chapters', 'run_worklog', 'worklog_main']
+           'measured_markdown', 'chapters', 'run_worklog', 'export_worklog', 'worklog_markdown', 'worklog_main']
 
 # %% ../nbs/10_results.ipynb #8ac25408
 WHAT = {"baseline": "greedy eval of the base model", "presample": "k samples per train question", "sft": "SFT warm-up",
@@ -160,13 +160,34 @@ def run_worklog(preset: str = "tiny", only: list|None = None, skip_results: bool
         pm.execute_notebook(str(nb), str(wl.path/nb.name), parameters=dict(preset=preset), cwd=str(nb.parent),
                             kernel_name="python3", progress_bar=False)
         times[nb.stem] = round(time.perf_counter() - t0, 1); print(f"   {times[nb.stem]} s", flush=True)
-    wl.update_meta(status="done", results=dict(seconds=times, total_seconds=round(time.perf_counter() - t_all, 1)))
+    wl.update_meta(status="done", results=dict(seconds=times, total_seconds=round(time.perf_counter() - t_all, 1),
+                                               evidence=evidence(preset=preset).to_dict("records")))
     return results_table(preset=preset)
+
+def export_worklog(path, preset: str = "tiny"):
+    "Write the newest worklog run's chapter times and evidence to `path` (JSON): what the README quotes for this preset."
+    from mathworklog.core import atomic_write_text, git_commit, library_versions
+    wl = find_runs("worklog", preset, status="done")[-1]; m = wl.meta
+    atomic_write_text(path, json.dumps(dict(preset=preset, worklog_run=wl.id, created_at=m["created_at"], git_commit=m.get("git_commit"),
+                                            versions=m.get("versions"), **m["results"]), indent=2, default=str) + "\n")
+    return path
+
+def worklog_markdown(path) -> str:
+    "The exported worklog (see `export_worklog`) as markdown: chapter times and each chapter's headline figures."
+    d = json.loads(Path(path).read_text())
+    ev = pd.DataFrame(d.get("evidence", []))
+    fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)
+    lines = [f"Preset `{d['preset']}`, worklog run `{d['worklog_run']}` at commit `{str(d.get('git_commit'))[:10]}`: every chapter in "
+             f"{d['total_seconds']:.0f} s (" + ", ".join(f"{k} {v:.0f} s" for k, v in d["seconds"].items()) + ").", ""]
+    if len(ev):
+        lines += ["| chapter | figure | value |", "|---|---|---|"] + [f"| {r.chapter} | {r.figure} | {fmt(r.value)} |" for r in ev.itertuples()]
+    return "\n".join(lines)
 
 def worklog_main(argv=None):
     "Console entry point `mathworklog-worklog [--preset tiny] [--only 02_baseline ...]`."
     ap = argparse.ArgumentParser(description="Run the mathworklog chapters with papermill, then print the results table.")
     ap.add_argument("--preset", default="tiny"); ap.add_argument("--only", nargs="*")
+    ap.add_argument("--export", default=None, help="also write the chapter times and evidence to this JSON file (what the README quotes)")
     a = ap.parse_args(argv)
     t = run_worklog(a.preset, a.only)
     pd.set_option("display.width", 250); pd.set_option("display.max_colwidth", 80)
@@ -175,3 +196,4 @@ def worklog_main(argv=None):
     if len(ev): print("\nwhat the worklog shows, measured in this preset's newest runs:\n" + ev.drop(columns="run_id").to_string(index=False))
     wl = find_runs("worklog", a.preset)[-1]
     print(f"\nworklog run {wl.id}: chapter times (s) {wl.meta['results']['seconds']}; total {wl.meta['results']['total_seconds']} s")
+    if a.export: print(f"exported to {export_worklog(a.export, a.preset)}")

@@ -240,11 +240,11 @@ def arrival_table(model, received: dict, where: dict|None = None) -> pd.DataFram
 # %% ../nbs/08_sync_bug.ipynb #bea49924
 def tiny_lora_model(path: str, r: int = 8, dtype=torch.float32, seed: int = 0, scale: float = 0.05):
     "A PEFT LoRA model (all linear layers, dropout 0) over `path` with a non-zero adapter (B set randomly)."
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
     from transformers import AutoModelForCausalLM
-    from mathworklog.core import pick_device
+    from mathworklog.core import lora_config, pick_device
     m = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(pick_device())
-    pm = get_peft_model(m, LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.0, target_modules="all-linear"))
+    pm = get_peft_model(m, lora_config(r))
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for n, p in pm.named_parameters():
