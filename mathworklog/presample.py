@@ -6,13 +6,17 @@ Docs: https://mathworklog.github.io/mathworklog/presample.html.md"""
 
 # %% ../nbs/04_presample.ipynb #59ff2f59
 from __future__ import annotations
-import json, time
+import contextlib, json, time
+from pathlib import Path
 import pandas as pd
-from .core import resolve_run, Run
+from .core import Run, check_choice, check_int, resolve_run
 from .data import checks, render_prompt
+from .evaluate import CHECKS, CHECK_NAMES, evaluate, make_generator
 
 # %% auto #0
-__all__ = ['presample', 'bucket', 'bucket_table', 'split_for_rl', 'save_presample', 'load_split', 're_presample']
+__all__ = ['SCORINGS', 'RL_SET', 'presample', 'bucket', 'bucket_table', 'buckets', 'rl_idx', 'split_for_rl', 'save_presample',
+           'save_rl_set', 'rl_set_info', 'presample_table', 'load_split', 'load_rl_set', 'generating', 're_presample',
+           'heldout_eval', 'after_warmup', 'bucket_frame', 'plot_buckets', 'compare_checks', 'beside_worklog']
 
 # %% ../nbs/04_presample.ipynb #7edc1084
 def presample(generator, tokenizer, records: list[dict], k: int = 8, temperature: float = 1.0, max_new_tokens: int = 512,
@@ -31,6 +35,8 @@ def presample(generator, tokenizer, records: list[dict], k: int = 8, temperature
     return df
 
 # %% ../nbs/04_presample.ipynb #be5be05d
+SCORINGS = ("strict", "lenient")
+
 def bucket(correct: int, k: int) -> str:
     "'0/k', '1…k−1' or 'k/k'."
     return f"0/{k}" if correct == 0 else f"{k}/{k}" if correct == k else f"1…{k-1}"
@@ -39,35 +45,145 @@ def bucket_table(df: pd.DataFrame) -> pd.DataFrame:
     "Questions per bucket under strict and lenient scoring (each column adds up to the number of questions)."
     k = int(df.k.iloc[0]); order = [f"0/{k}", f"1…{k-1}", f"{k}/{k}"]
     return pd.DataFrame({s: df[f"correct_{s}"].map(lambda c: bucket(c, k)).value_counts().reindex(order, fill_value=0)
-                         for s in ("strict", "lenient")})
+                         for s in SCORINGS})
+
+def buckets(df: pd.DataFrame) -> dict:
+    "`bucket_table` as plain JSON for meta.json: {'strict': {'0/k': n, '1…k−1': n, 'k/k': n}, 'lenient': {…}}, k the table's."
+    return {s: {b: int(n) for b, n in col.items()} for s, col in bucket_table(df).items()}
+
+def rl_idx(df: pd.DataFrame, scoring: str = "lenient", exclude=()) -> list[int]:
+    "Idx of the questions solved 1…k−1 times under `scoring`, minus `exclude` (questions a warm-up trained on), in the table's order."
+    check_choice("scoring", scoring, SCORINGS)
+    c, ex = df[f"correct_{scoring}"], {int(i) for i in exclude}
+    return [int(i) for i in df.loc[(c > 0) & (c < df.k), "idx"] if int(i) not in ex]
 
 def split_for_rl(df: pd.DataFrame, records: list[dict], scoring: str = "lenient") -> tuple[list[dict], list[dict]]:
     "(RL set: 1…k−1 correct, warm-up set: 0/k and k/k) — disjoint, together the input."
-    if scoring not in ("strict", "lenient"): raise ValueError(f"scoring must be strict or lenient, not {scoring!r}")
-    keep = set(df.loc[(df[f"correct_{scoring}"] > 0) & (df[f"correct_{scoring}"] < df.k), "idx"])
+    keep = set(rl_idx(df, scoring))
     return [r for r in records if r["idx"] in keep], [r for r in records if r["idx"] not in keep]
 
 # %% ../nbs/04_presample.ipynb #96fd6b02
+RL_SET = "rl_set.json"
+
 def save_presample(run: Run, df: pd.DataFrame, name: str = "presample", **provenance) -> dict:
-    "Write `<name>.parquet` (run id on every row) and `<name>.json` (provenance and bucket tables)."
+    "Write `<name>.parquet` (run id on every row) and `<name>.json` (provenance and bucket counts); atomic, never overwriting."
     run.save_table(df, f"{name}.parquet")
     info = dict(run_id=run.id, **provenance, n_questions=len(df), **{k: round(v, 2) for k, v in df.attrs.items()},
-                buckets=bucket_table(df).to_dict())
-    (run.path/f"{name}.json").write_text(json.dumps(info, indent=2, default=str))
+                buckets=buckets(df))
+    run.save_json(info, f"{name}.json")
     return info
 
-def load_split(run, records: list[dict], scoring: str = "lenient", name: str = "presample"):
-    "The (RL, warm-up) split of `records` from a presample run (or a Run/path/id)."
+def save_rl_set(run: Run, df: pd.DataFrame, exclude=(), scoring: str = "lenient", name: str = "presample") -> list[int]:
+    "Save `rl_set.json`: the RL set (`rl_idx` of `df` minus `exclude`), the warm-up idx it leaves out, and its table's name."
+    idx = rl_idx(df, scoring, exclude)
+    run.save_json(dict(run_id=run.id, scoring=scoring, k=int(df.k.iloc[0]), presample=f"{name}.parquet", n_presampled=len(df),
+                       n_rl=len(idx), idx=idx, warmup_idx=sorted({int(i) for i in exclude})), RL_SET)
+    return idx
+
+def rl_set_info(run: Run) -> dict|None:
+    "A run's `rl_set.json` as a dict, or None when it saved none."
+    p = Path(run.path)/RL_SET
+    return json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
+
+def presample_table(run: Run) -> pd.DataFrame:
+    "The presample table a run's RL set was chosen from (a presample run without `rl_set.json`: its `presample.parquet`)."
+    info = rl_set_info(run)
+    return pd.read_parquet(Path(run.path)/(info["presample"] if info else "presample.parquet"))
+
+def load_split(run, records: list[dict], scoring: str|None = None, name: str = "presample") -> tuple[list[dict], list[dict]]:
+    "(RL set, warm-up set) of `records` as a run left them: its saved RL set, and the rest of the questions it presampled."
     run = resolve_run(run, "presample") if not isinstance(run, Run) else run
     if run is None: raise FileNotFoundError("No finished presample run: run nbs/04_presample.ipynb first.")
-    return split_for_rl(pd.read_parquet(run.path/f"{name}.parquet"), records, scoring)
+    info = rl_set_info(run)
+    if info is None:
+        if run.meta.get("chapter") != "presample":
+            raise FileNotFoundError(f"run {run.id} ({run.meta.get('chapter')}) has no {RL_SET}: it was made before warm-up runs "
+                                    f"saved their RL set. Run its chapter again, or pass a presample run.")
+        df = pd.read_parquet(run.path/f"{name}.parquet"); keep = set(rl_idx(df, scoring or "lenient"))
+    else:
+        if scoring not in (None, info["scoring"]):
+            raise ValueError(f"run {run.id} chose its RL set under {info['scoring']} scoring, not {scoring}; pass scoring=None.")
+        df = presample_table(run); keep = set(info["idx"])
+    if missing := keep - {r["idx"] for r in records}:
+        raise ValueError(f"run {run.id}'s RL set names {len(missing)} questions that are not among the {len(records)} records "
+                         f"given (e.g. idx {min(missing)}): were they loaded with another preset's n_train?")
+    seen = set(df.idx.tolist())
+    return [r for r in records if r["idx"] in keep], [r for r in records if r["idx"] in seen and r["idx"] not in keep]
+
+def load_rl_set(run, records: list[dict]) -> list[dict]:
+    "The RL set a run saved (a warm-up, averaging or presample run), as those of `records`: what chapter 07 trains on."
+    return load_split(run, records)[0]
 
 # %% ../nbs/04_presample.ipynb #74c2f769
-def re_presample(model_path: str, tokenizer, records: list[dict], run: Run, k: int = 8, temperature: float = 1.0,
-                 max_new_tokens: int = 512, backend: str = "auto", batch_size: int = 64, name: str = "presample", seed: int = 0) -> pd.DataFrame:
-    "Presample `model_path` on `records` and save the table under `run` with its provenance."
-    from mathworklog.evaluate import make_generator
-    gen = make_generator(str(model_path), tokenizer, backend, batch_size=batch_size)
-    df = presample(gen, tokenizer, records, k, temperature, max_new_tokens, seed)
-    save_presample(run, df, name, model=str(model_path), k=k, temperature=temperature, backend=type(gen).__name__)
+@contextlib.contextmanager
+def generating(model, tokenizer, backend: str = "auto", batch_size: int = 64):
+    "A generator for `model` (a path, run model folder or loaded HF model) for the block; a vLLM engine is shut down after it."
+    gen = make_generator(str(model) if isinstance(model, Path) else model, tokenizer, backend, batch_size=batch_size)
+    try: yield gen
+    finally:
+        if callable(getattr(gen, "close", None)): gen.close()
+
+def re_presample(model, tokenizer, records: list[dict], run: Run, k: int = 8, temperature: float = 1.0, max_new_tokens: int = 512,
+                 backend: str = "auto", batch_size: int = 64, name: str = "presample", seed: int = 0, generator=None) -> pd.DataFrame:
+    "Presample `model` (through `generator` when one is open) on `records` and save the table under `run` with its provenance."
+    check_int("k", k, 1); check_int("max_new_tokens", max_new_tokens, 1)
+    with contextlib.nullcontext(generator) if generator is not None else generating(model, tokenizer, backend, batch_size) as gen:
+        df = presample(gen, tokenizer, records, k, temperature, max_new_tokens, seed)
+    save_presample(run, df, name, model=str(model), k=k, temperature=temperature, backend=type(gen).__name__)
     return df
+
+# %% ../nbs/04_presample.ipynb #65c51423
+def heldout_eval(generator, tokenizer, test: list[dict], run: Run|None = None, prefix: str = "", k: int = 4,
+                 max_new_tokens: int = 512, seed: int = 0) -> dict:
+    "The test questions greedily (`<prefix>greedy`) and k samples each at T=1 (`<prefix>sampled`), saved under `run`."
+    check_int("k", k, 1)
+    kw = dict(max_new_tokens=max_new_tokens, run=run, seed=seed)
+    return dict(greedy=evaluate(generator, tokenizer, test, n=1, temperature=0.0, name=f"{prefix}greedy", **kw)[1],
+                sampled=evaluate(generator, tokenizer, test, n=k, temperature=1.0, name=f"{prefix}sampled", **kw)[1])
+
+def after_warmup(run: Run, model, tokenizer, train: list[dict], test: list[dict], trained_on=(), start: Run|None = None,
+                 before: dict|None = None, k: int = 8, eval_k: int = 4, max_new_tokens: int = 512, batch_size: int = 64,
+                 scoring: str = "lenient", backend: str = "auto", seed: int = 0) -> dict:
+    "Evaluate `model` on `test`, re-presample all of `train`, save the RL set (1…k−1 minus every warm-up question so far); the figures."
+    check_int("k", k, 1); check_int("eval_k", eval_k, 1); check_choice("scoring", scoring, SCORINGS)
+    exclude = {int(r["idx"]) if isinstance(r, dict) else int(r) for r in trained_on}
+    if start is not None: exclude |= set((rl_set_info(start) or {}).get("warmup_idx", []))
+    with generating(model, tokenizer, backend, batch_size) as gen:
+        ev = heldout_eval(gen, tokenizer, test, run, k=eval_k, max_new_tokens=max_new_tokens, seed=seed)
+        df = re_presample(model, tokenizer, train, run, k=k, max_new_tokens=max_new_tokens, seed=seed, generator=gen)
+    idx = save_rl_set(run, df, exclude, scoring)
+    s = dict(k=k, n_train=len(train), n_warmup=len(exclude), n_rl=len(idx), buckets_after=buckets(df),
+             heldout_format_after=ev["greedy"]["format"], heldout_exact_after=ev["greedy"]["exact"],
+             presample_tokens_per_s=round(df.attrs["tokens_per_s"], 1))
+    if before is not None:
+        s |= dict(heldout_format_before=before["greedy"]["format"], heldout_exact_before=before["greedy"]["exact"])
+    if start is not None: s["buckets_before"] = buckets(presample_table(start))
+    return dict(summary=s, eval=ev, presample=df, rl_idx=idx)
+
+# %% ../nbs/04_presample.ipynb #b79eabcd
+def bucket_frame(tables: dict) -> pd.DataFrame:
+    "Bucket counts side by side, one column pair per label (each a `bucket_table` or a `buckets` dict; None is left out)."
+    return pd.concat({lab: pd.DataFrame(t) for lab, t in tables.items() if t is not None}, axis=1)
+
+def plot_buckets(tables: dict, title: str = ""):
+    "Questions per bucket, strict and lenient in two panels, one bar per label (each a `bucket_table` or `buckets` dict)."
+    import matplotlib.pyplot as plt
+    f = bucket_frame(tables)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
+    for ax, s in zip(axes, SCORINGS):
+        d = f.xs(s, axis=1, level=1)
+        d.plot.bar(ax=ax, rot=0, legend=False)
+        for c in ax.containers: ax.bar_label(c, fontsize=8)
+        ax.set(title=f"{s} scoring", xlabel="correct samples of k", ylabel="questions")
+    if len(f.columns.levels[0]) > 1: axes[1].legend(fontsize=8)
+    fig.suptitle(title); fig.tight_layout(); return fig
+
+def compare_checks(tables: dict) -> pd.DataFrame:
+    "The four checks (mean over samples) of several evaluations side by side, one column per label."
+    return pd.DataFrame({lab: [t[c] for c in CHECKS] for lab, t in tables.items()}, index=[CHECK_NAMES[c] for c in CHECKS])
+
+def beside_worklog(measured: dict, published: dict, label: str = "measured") -> pd.DataFrame:
+    "Measured figures beside the worklog's published ones (`core.WORKLOG`), one row per figure; '—' where one side has none."
+    rows = list(measured) + [k for k in published if k not in measured]
+    return pd.DataFrame({label: [measured.get(r, "—") for r in rows], "worklog": [published.get(r, "—") for r in rows]},
+                        index=rows)
