@@ -1,4 +1,4 @@
-"""Seven per-completion rewards with TRL's signature, their weights (max 5.25), and the zero-signal analysis.
+"""Seven per-completion rewards with TRL's signature, their weights (max 5.25), the zero-signal analysis, and the evidence a run's rollouts give.
 
 Docs: https://mathworklog.github.io/mathworklog/rewards.html.md"""
 
@@ -8,19 +8,33 @@ Docs: https://mathworklog.github.io/mathworklog/rewards.html.md"""
 from __future__ import annotations
 import numpy as np
 import pandas as pd
+from .core import worklog
 from .data import (TAGS, answer_value, between, checks, completion_text, distinct_numbers, exact_format,
-                              lenient_answers, parse_number, strict_answer)
+                              lenient_answers, parse_number, solution_text, strict_answer)
 
 # %% auto #0
-__all__ = ['REWARD_FUNCS', 'REWARD_WEIGHTS', 'REWARD_MAX', 'MAX_TOTAL', 'exact_check', 'correctness_check',
-           'lenient_correctness_check', 'format_check', 'tag_check', 'solution_number_check', 'reasoning_text',
-           'step_check', 'weights_list', 'score_completions', 'group_advantages', 'zero_signal_share',
-           'zero_signal_table']
+__all__ = ['REWARD_FUNCS', 'REWARD_WEIGHTS', 'REWARD_MAX', 'MAX_TOTAL', 'ROLLOUT_SHARES', 'MissingColumnError', 'exact_check',
+           'correctness_check', 'lenient_correctness_check', 'format_check', 'tag_check', 'solution_number_check',
+           'reasoning_text', 'step_check', 'weights_list', 'score_completions', 'group_advantages', 'zero_signal_share',
+           'zero_signal_table', 'group_table', 'rollout_shares', 'signal_questions', 'step_check_spread',
+           'evidence_frame']
 
 # %% ../nbs/03_rewards.ipynb #e24e9e51
-def _per_completion(score):
-    "Turn `score(text, answer, steps) -> float` into a TRL reward function that never raises."
-    def reward(prompts=None, completions=None, answer=None, steps=None, **kwargs) -> list[float]:
+class MissingColumnError(ValueError):
+    "A reward needs a dataset column the trainer did not pass: the training dataset lacks it."
+
+def _missing_columns(name: str, missing: list) -> str:
+    cols = " and ".join(f"`{c}`" for c in missing)
+    return (f"{name} needs a {cols} column in the training dataset, and the trainer passed none: the dataset has no {cols} "
+            f"column. Make the rows with `mathworklog.data.prepare(rows)`, which adds `prompt`, `answer` and `steps` to GSM8K's "
+            f"question/answer rows, and keep those columns when building the dataset.")
+
+def _per_completion(score=None, *, needs: tuple = ()):
+    "Turn `score(text, answer, steps) -> float` into a TRL reward function: no completion makes it raise; a missing `needs` column does."
+    if score is None: return lambda s: _per_completion(s, needs=needs)
+    def reward(prompts=None, completions=None, **columns) -> list[float]:
+        if missing := [c for c in needs if c not in columns]: raise MissingColumnError(_missing_columns(score.__name__, missing))
+        answer, steps = columns.get("answer"), columns.get("steps")
         completions = list(completions or [])
         n = len(completions)
         answers = list(answer) if isinstance(answer, (list, tuple)) else [answer] * n
@@ -38,19 +52,19 @@ def _per_completion(score):
     return reward
 
 # %% ../nbs/03_rewards.ipynb #1161755d
-@_per_completion
+@_per_completion(needs=("answer",))
 def exact_check(text, answer, steps):
     "1 when the `<SOLUTION>` number is right and the tag format is exact."
     gold = answer_value(answer)
     return float(gold is not None and exact_format(text) and strict_answer(text) == gold)
 
-@_per_completion
+@_per_completion(needs=("answer",))
 def correctness_check(text, answer, steps):
     "1 when the `<SOLUTION>` block holds the right number."
     gold = answer_value(answer)
     return float(gold is not None and strict_answer(text) == gold)
 
-@_per_completion
+@_per_completion(needs=("answer",))
 def lenient_correctness_check(text, answer, steps):
     "1 when the right number appears where a lenient reader looks (solution, \\boxed{}, ####, last number)."
     gold = answer_value(answer)
@@ -80,7 +94,7 @@ def reasoning_text(text: str) -> str:
     i = text.find(TAGS[2])
     return text if i < 0 else text[:i]
 
-@_per_completion
+@_per_completion(needs=("steps",))
 def step_check(text, answer, steps):
     "Share of the reference's intermediate results found in the reasoning, shrunk when numbers are spammed."
     have = distinct_numbers(reasoning_text(text))
@@ -126,3 +140,53 @@ def zero_signal_share(rewards, group_size: int, tol: float = 1e-9) -> float:
 def zero_signal_table(scores: pd.DataFrame, group_size: int) -> pd.Series:
     "Zero-signal share for each reward column (and the total) of a `score_completions` frame, rows grouped by prompt."
     return pd.Series({c: zero_signal_share(scores[c].to_numpy(), group_size) for c in scores.columns})
+
+# %% ../nbs/03_rewards.ipynb #f2b880e2
+def group_table(rollouts: pd.DataFrame, correct: str = "correctness_check", spread: str = "total", tol: float = 1e-9) -> pd.DataFrame:
+    "One row per group (a prompt's completions at one step): prompt, size `G`, how many are `correct`, the spread of `spread` and of step_check, and whether it carries `signal`."
+    cols = ["step", "group", "prompt", "G", "correct", "reward_spread", "step_check_spread", "signal"]
+    if rollouts.empty: return pd.DataFrame(columns=cols)
+    g = rollouts.assign(is_correct=rollouts[correct] >= 1).groupby(["step", "group"], sort=True)
+    t = g.agg(prompt=("prompt", "first"), G=("prompt", "size"), correct=("is_correct", "sum"), hi=(spread, "max"),
+              lo=(spread, "min"), step_hi=("step_check", "max"), step_lo=("step_check", "min")).reset_index()
+    t["reward_spread"], t["step_check_spread"] = t.hi - t.lo, t.step_hi - t.step_lo
+    t["signal"] = ((t.correct > 0) & (t.correct < t.G)) | (t.reward_spread > tol)
+    return t[cols]
+
+# %% ../nbs/03_rewards.ipynb #29fd8cce
+ROLLOUT_SHARES = ("share_wrong", "share_wrong_no_solution", "share_groups_none_correct", "share_groups_all_correct")
+
+def rollout_shares(rollouts: pd.DataFrame, correct: str = "correctness_check") -> dict:
+    "Shares of all completions that are wrong, and wrong without a `<SOLUTION>` block; shares of groups with none (0/G) and all (G/G) `correct`."
+    if rollouts.empty: return dict.fromkeys(ROLLOUT_SHARES)
+    wrong = rollouts[correct] < 1
+    no_block = rollouts["completion"].map(lambda c: solution_text(completion_text(c)) is None)
+    t = group_table(rollouts, correct)
+    return dict(share_wrong=float(wrong.mean()), share_wrong_no_solution=float((wrong & no_block).mean()),
+                share_groups_none_correct=float((t.correct == 0).mean()), share_groups_all_correct=float((t.correct == t.G).mean()))
+
+# %% ../nbs/03_rewards.ipynb #6854f7be
+def signal_questions(rollouts: pd.DataFrame, correct: str = "correctness_check", spread: str = "total") -> list[str]:
+    "The questions worth keeping for RL, from earlier rollouts: every prompt that had a group with signal (1…G−1 `correct`, or a nonzero spread of `spread`), in first-seen order."
+    t = group_table(rollouts, correct, spread)
+    return list(dict.fromkeys(t.loc[t.signal.astype(bool), "prompt"]))
+
+# %% ../nbs/03_rewards.ipynb #b654fda3
+def step_check_spread(rollouts: pd.DataFrame, correct: str = "correctness_check", tol: float = 1e-9) -> dict:
+    "Groups of equal correctness (0/G or G/G): their share of all groups, and the share of them in which step_check still varies."
+    t = group_table(rollouts, correct)
+    same = t[(t.correct == 0) | (t.correct == t.G)]
+    return dict(equal_correctness_groups=float(len(same) / len(t)) if len(t) else None,
+                step_check_varies=float((same.step_check_spread > tol).mean()) if len(same) else None)
+
+def evidence_frame(rollouts: pd.DataFrame, correct: str = "correctness_check") -> pd.DataFrame:
+    "The rollout evidence as a table: this run's figures, and beside them the worklog's where it published one (`core.WORKLOG`)."
+    s, sc = rollout_shares(rollouts, correct), step_check_spread(rollouts, correct)
+    pct = lambda v: "—" if v is None else f"{v:.0%}"
+    rows = [("completions wrong", pct(s["share_wrong"]), "not published"),
+            ("completions wrong and without a <SOLUTION> block", pct(s["share_wrong_no_solution"]), "not published"),
+            ("groups with none correct (0/G)", pct(s["share_groups_none_correct"]), "not published"),
+            ("groups with all correct (G/G)", pct(s["share_groups_all_correct"]), "not published"),
+            ("groups of equal correctness; of those, step_check still varies in",
+             f"{pct(sc['equal_correctness_groups'])} of groups; {pct(sc['step_check_varies'])}", worklog("step_check_spread"))]
+    return pd.DataFrame(rows, columns=["evidence", "this run", "worklog"]).set_index("evidence")
