@@ -79,7 +79,7 @@ def diagnostics(avg: dict, last: dict, naive: dict|None = None) -> dict:
 def merge_average(base_path: str, paths: list, out_dir, run_id: str|None = None) -> dict:
     "Add the averaged update to the base weights (fp32) and save a merged model with its provenance."
     from transformers import AutoModelForCausalLM
-    from mathworklog.core import load_tokenizer
+    from mathworklog.core import model_tokenizer
     avg = average_updates(paths)
     m = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch.float32)
     mods = dict(m.named_modules())
@@ -87,7 +87,7 @@ def merge_average(base_path: str, paths: list, out_dir, run_id: str|None = None)
         for name, d in avg.items():
             if name not in mods: raise KeyError(f"{name} is not a module of the base model {base_path}: wrong base?")
             mods[name].weight += d.to(mods[name].weight.dtype)
-    out_dir = Path(out_dir); m.save_pretrained(out_dir, safe_serialization=True); load_tokenizer().save_pretrained(out_dir)
+    out_dir = Path(out_dir); m.save_pretrained(out_dir, safe_serialization=True); model_tokenizer(base_path).save_pretrained(out_dir)
     diag = diagnostics(avg, lora_updates(paths[-1]), naive_average(paths))
     prov = dict(run_id=run_id, base_model=str(base_path), checkpoints=[str(p) for p in paths], **diag)
     (out_dir/"mathworklog_run.json").write_text(json.dumps(prov, indent=2))

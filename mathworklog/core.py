@@ -18,11 +18,11 @@ __all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'PRESETS', 'WORKLOG', 'LORA_RANK', 'H
            'check_choice', 'lora_config', 'lora_scaling', 'project_root', 'runs_root', 'cache_dir', 'library_versions',
            'git_commit', 'atomic_path', 'atomic_write_text', 'locked', 'MalformedRunError', 'RunRefusedError', 'Run',
            'new_run', 'find_runs', 'latest_run', 'usable_run', 'resolve_run', 'NonFiniteRunError', 'stop_if_nan',
-           'quiet', 'seed_everything', 'pick_device', 'precision', 'hub_reachable', 'bundled_data_dir', 'cached_dir',
-           'fallback_tokenizer', 'load_tokenizer', 'MissingResourceError', 'require_gpu', 'vocab_rows', 'random_qwen2',
-           'model_path', 'load_model', 'model_from', 'proc_stat', 'live_processes', 'track_tree', 'signal_pids',
-           'kill_tree', 'watchdog_main', 'free_port', 'pid_alive', 'group_alive', 'OwnedProcess', 'launch',
-           'launch_main']
+           'cpu_threads', 'quiet', 'seed_everything', 'pick_device', 'precision', 'hub_reachable', 'bundled_data_dir',
+           'cached_dir', 'fallback_tokenizer', 'load_tokenizer', 'MissingResourceError', 'require_gpu', 'vocab_rows',
+           'random_qwen2', 'model_path', 'model_tokenizer', 'load_model', 'model_from', 'proc_stat', 'live_processes',
+           'track_tree', 'signal_pids', 'kill_tree', 'watchdog_main', 'free_port', 'pid_alive', 'group_alive',
+           'OwnedProcess', 'launch', 'launch_main']
 
 # %% ../nbs/00_core.ipynb #90023c90
 @dataclass(frozen=True)
@@ -49,25 +49,34 @@ class Preset:
     eval_k: int = 4
     save_every: int = 50
     tiny_dims: dict = field(default_factory=dict)
+    vocab_size: int|None = None     # a tokenizer of this size trained on GSM8K's train text (`data.preset_tokenizer`); None: Qwen2.5's
+    shortest_train: bool = False    # the n_train shortest training questions instead of the first n_train
+    sft_questions: int|None = None  # SFT trains on at most this many warm-up questions (None: all of them)
+    grpo_lr: float = 3e-5
+    grpo_max_new_tokens: int|None = None   # GRPO's completion cap (None: max_new_tokens)
+
+    @property
+    def grpo_tokens(self) -> int: return self.grpo_max_new_tokens or self.max_new_tokens
 
 # %% ../nbs/00_core.ipynb #5f15bd4c
-TINY_DIMS = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, max_position_embeddings=2048)
+TINY_DIMS = dict(hidden_size=128, intermediate_size=384, num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=4,
+                 max_position_embeddings=1024, rope_theta=1e4, initializer_range=0.06)
 QWEN25_05B_DIMS = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
                        num_key_value_heads=2, max_position_embeddings=32768, rope_theta=1e6)
 PRESETS = {
-    "tiny": Preset("tiny", model="tiny", teacher="tiny-teacher", n_train=24, n_test=8, k=4, max_new_tokens=48,
-                   gen_batch=16, sft_steps=16, sft_lr=1e-2, sft_batch=4, opd_steps=6, opd_lr=1e-3, grpo_steps=3,
-                   grpo_prompts=2, num_generations=4, lora_r=8, eval_every=2, eval_k=2, save_every=1,
-                   tiny_dims=TINY_DIMS),
+    "tiny": Preset("tiny", model="tiny", teacher="tiny-teacher", n_train=384, n_test=32, k=4, max_new_tokens=128,
+                   gen_batch=256, sft_steps=400, sft_lr=1e-2, sft_batch=8, opd_steps=6, opd_lr=1e-4, grpo_steps=30,
+                   grpo_prompts=8, num_generations=4, lora_r=16, eval_every=15, eval_k=2, save_every=10,
+                   tiny_dims=TINY_DIMS, vocab_size=1024, shortest_train=True, sft_questions=256, grpo_lr=5e-3,
+                   grpo_max_new_tokens=40),
     "gpu": Preset("gpu", model="shaped", teacher="shaped-teacher", n_train=32, n_test=32, k=4, max_new_tokens=128,
                   gen_batch=128, sft_steps=6, sft_lr=2e-5, sft_batch=8, opd_steps=3, opd_lr=1e-6, grpo_steps=3,
                   grpo_prompts=8, num_generations=8, lora_r=16, eval_every=2, eval_k=2, save_every=1,
                   tiny_dims=QWEN25_05B_DIMS),
     "full": Preset("full", model="Qwen/Qwen2.5-0.5B-Instruct", teacher="Qwen/Qwen2.5-7B-Instruct", n_train=None,
-                   n_test=None, k=8, max_new_tokens=512, gen_batch=256, sft_steps=300, sft_lr=2e-5, sft_batch=16,
-                   opd_steps=200, opd_lr=1e-6, grpo_steps=500, grpo_prompts=16, num_generations=8, lora_r=16,
-                   eval_every=50, eval_k=4, save_every=50),
+                   n_test=None, k=8, max_new_tokens=512, gen_batch=256, sft_steps=300, sft_lr=1e-5, sft_batch=16,
+                   opd_steps=200, opd_lr=2e-6, grpo_steps=500, grpo_prompts=16, num_generations=8, lora_r=16,
+                   eval_every=50, eval_k=8, save_every=50),
 }
 
 def get_preset(name: str|Preset) -> Preset:
@@ -75,6 +84,7 @@ def get_preset(name: str|Preset) -> Preset:
     if isinstance(name, Preset): return name
     if name not in PRESETS: raise ValueError(f"Unknown preset {name!r}; choose one of {sorted(PRESETS)}.")
     return PRESETS[name]
+
 
 # %% ../nbs/00_core.ipynb #3e5e8503
 WORKLOG = {
@@ -337,6 +347,13 @@ def stop_if_nan(run: Run, res: dict) -> dict:
                             f"Lower the learning rate, or check the precision and attention settings, and run the chapter again.")
 
 # %% ../nbs/00_core.ipynb #9f1c89ce
+def cpu_threads(n: int|None = None) -> int:
+    "Torch's CPU threads for this process, without a GPU: `n`, else `$MATHWORKLOG_CPU_THREADS`, else 1 (see below). Returns the count."
+    import torch
+    if torch.cuda.is_available() and n is None: return torch.get_num_threads()
+    n = int(os.environ.get("MATHWORKLOG_CPU_THREADS", "1")) if n is None else n
+    torch.set_num_threads(check_int("MATHWORKLOG_CPU_THREADS", n, 1)); return n
+
 def quiet(preset: str|None = None):
     "Silence progress bars and library warnings in notebook output (errors still show); with `preset`, say which preset this output comes from."
     import warnings, logging
@@ -350,6 +367,7 @@ def quiet(preset: str|None = None):
     except ImportError: pass
     for name in ("accelerate", "vllm", "torch._dynamo", "torch._inductor"): logging.getLogger(name).setLevel(logging.ERROR)
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR"); os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "1")
+    cpu_threads()
     if preset is not None:
         import torch
         dev = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({os.cpu_count()} cores)"
@@ -489,6 +507,9 @@ def model_path(spec: str, tokenizer=None, preset: str|Preset = "tiny") -> str:
     p = get_preset(preset)
     require_gpu(p)
     if spec in ("tiny", "shaped", "tiny-teacher", "shaped-teacher"):
+        if tokenizer is None and p.vocab_size:
+            raise ValueError(f"preset {p.name!r} builds its model over its own tokenizer: pass "
+                             f"`tokenizer=mathworklog.data.preset_tokenizer({p.name!r})`.")
         tokenizer = tokenizer or load_tokenizer()
         dims = p.tiny_dims or (TINY_DIMS if spec.startswith("tiny") else QWEN25_05B_DIMS)
         teacher = spec.endswith("teacher")   # the teacher gets padding rows, like Qwen2.5-7B's 152,064
@@ -502,6 +523,12 @@ def model_path(spec: str, tokenizer=None, preset: str|Preset = "tiny") -> str:
         f"Model {spec!r} is not here: it is not a local folder and the Hugging Face hub is unreachable. Either "
         f"(1) give the hub access (`huggingface-cli download {spec}` once, then it loads from the cache), or "
         f"(2) pass a local folder as the `model` parameter (or put it under $MATHWORKLOG_MODEL_DIR/{spec}).")
+
+def model_tokenizer(path):
+    "The tokenizer saved with a model (a folder with `tokenizer_config.json`, or a hub id); else `load_tokenizer()`."
+    p = Path(str(path))
+    if (p/"tokenizer_config.json").exists(): return load_tokenizer(str(p))
+    return load_tokenizer(str(path) if not p.exists() and "/" in str(path) and hub_reachable() else None)
 
 def load_model(path: str, dtype=None, attn: str = "sdpa", device: str|None = None):
     "Load a causal LM from a resolved path (fp32 master weights by default)."
@@ -698,5 +725,6 @@ def launch_main(argv=None):
     "Entry point `mathworklog-launch module:function args.json result.json` used under accelerate."
     argv = argv or sys.argv[1:]
     fn, args, res = argv[0], Path(argv[1]), Path(argv[2])
+    cpu_threads()                                  # one process per GPU, or CPU processes side by side: one thread each
     out = _import_fn(fn)(**json.loads(args.read_text()))
     if int(os.environ.get("RANK", "0")) == 0: atomic_write_text(res, json.dumps(out, default=str))

@@ -12,11 +12,11 @@ from pathlib import Path
 from .core import bundled_data_dir, get_preset, hub_reachable, MissingResourceError
 
 # %% auto #0
-__all__ = ['TAGS', 'SYSTEM_PROMPT', 'NUM_RE', 'make_prompt', 'render_prompt', 'parse_number', 'format_number', 'numbers_equal',
-           'reference_answer', 'numbers_in', 'distinct_numbers', 'reference_steps', 'to_tag_format', 'completion_text',
-           'between', 'solution_text', 'strict_answer', 'first_number', 'last_number', 'lenient_answers',
-           'exact_format', 'answer_value', 'checks', 'gsm8k_source', 'require_gsm8k', 'load_gsm8k', 'synthetic_gsm8k',
-           'prepare']
+__all__ = ['TAGS', 'SYSTEM_PROMPT', 'NUM_RE', 'SPECIAL_TOKENS', 'make_prompt', 'render_prompt', 'parse_number', 'format_number',
+           'numbers_equal', 'reference_answer', 'numbers_in', 'distinct_numbers', 'reference_steps', 'to_tag_format',
+           'completion_text', 'between', 'solution_text', 'strict_answer', 'first_number', 'last_number',
+           'lenient_answers', 'exact_format', 'answer_value', 'checks', 'gsm8k_source', 'require_gsm8k', 'load_gsm8k',
+           'shortest', 'synthetic_gsm8k', 'prepare', 'tokenizer_corpus', 'tiny_tokenizer', 'preset_tokenizer']
 
 # %% ../nbs/01_data.ipynb #1637bc52
 TAGS = ("<start_working_out>", "<end_working_out>", "<SOLUTION>", "</SOLUTION>")
@@ -219,7 +219,14 @@ def load_gsm8k(split: str = "train", source: str|None = None, n: int|None = None
                                        f"use the hub (openai/gsm8k) or the bundled problems.")
         rows = _read_jsonl(f)
     if not rows: raise ValueError(f"GSM8K {split} split from {src} is empty.")
+    if n and split == "train" and preset is not None and get_preset(preset).shortest_train:
+        return shortest(rows, n)
     return rows[:n] if n else rows
+
+def shortest(rows: list[dict], n: int) -> list[dict]:
+    "The `n` rows with the shortest question + reference (shortest first, ties in file order), each keeping its file position as `idx`."
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]["question"]) + len(rows[i]["answer"]))
+    return [dict(rows[i], idx=rows[i].get("idx", i)) for i in order[:n]]
 
 # %% ../nbs/01_data.ipynb #ea0359b6
 _NAMES = ["Ada", "Bo", "Chen", "Dara", "Eli", "Femi", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lena", "Milo", "Nia"]
@@ -264,3 +271,43 @@ def prepare(rows: list[dict]) -> list[dict]:
                         answer=format_number(reference_answer(r["answer"])), steps=reference_steps(r["answer"], r["question"]),
                         reference=to_tag_format(r["answer"])))
     return out
+
+# %% ../nbs/01_data.ipynb #98cc02e9
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+
+def tokenizer_corpus(rows: list[dict]) -> list[str]:
+    "Training text for a small tokenizer: questions and tag-format references, cut at the tags and special tokens (those are added tokens)."
+    cut = re.compile("(" + "|".join(re.escape(t) for t in (*TAGS, *SPECIAL_TOKENS)) + ")")
+    texts = [r["question"] for r in rows] + [r["reference"] for r in prepare(rows)] + ["system\n", "user\n", "assistant\n"]
+    return [p for t in texts for p in cut.split(t) if p and p not in TAGS and p not in SPECIAL_TOKENS]
+
+def tiny_tokenizer(vocab_size: int = 1024, source: str|None = None):
+    "A byte-level BPE of `vocab_size` tokens trained on GSM8K's train split (from `source`), the tags and the system prompt as added tokens; cached."
+    import hashlib
+    from transformers import AutoTokenizer
+    from mathworklog.core import CHATML_TEMPLATE, QWEN2_PRETOKENIZE_REGEX, cache_dir, cached_dir
+    corpus = tokenizer_corpus(load_gsm8k("train", source))
+    key = hashlib.sha1(json.dumps([vocab_size, SYSTEM_PROMPT, TAGS, corpus]).encode()).hexdigest()[:10]
+    def build(tmp):
+        from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+        from transformers import PreTrainedTokenizerFast
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(QWEN2_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        tok.decoder = decoders.ByteLevel()
+        added = [*TAGS, SYSTEM_PROMPT]
+        tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=vocab_size - len(added), special_tokens=list(SPECIAL_TOKENS),
+                                initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+        tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in added])
+        PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", chat_template=CHATML_TEMPLATE,
+                                clean_up_tokenization_spaces=False, model_max_length=1024).save_pretrained(tmp)
+    out = cached_dir(cache_dir()/f"tiny-tokenizer-{key}", build, lambda p: (p/"tokenizer.json").exists())
+    tok = AutoTokenizer.from_pretrained(out); tok.padding_side = "left"
+    return tok
+
+def preset_tokenizer(preset="tiny"):
+    "The tokenizer a preset's models use: `tiny_tokenizer` for a preset with a `vocab_size`, else Qwen2.5's (`core.load_tokenizer`)."
+    from mathworklog.core import load_tokenizer
+    p = get_preset(preset)
+    return tiny_tokenizer(p.vocab_size) if p.vocab_size else load_tokenizer()

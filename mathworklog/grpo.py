@@ -12,19 +12,19 @@ import pandas as pd
 import torch
 from transformers import TrainerCallback
 from .core import (OwnedProcess, atomic_path, atomic_write_text, check_choice, check_int, check_number, check_param,
-                              load_tokenizer, precision as precision_flags, seed_everything, MissingResourceError)
+                              model_tokenizer, precision as precision_flags, seed_everything, MissingResourceError)
 from .data import completion_text
 from .rewards import REWARD_FUNCS, REWARD_WEIGHTS, weights_list, zero_signal_share
 from .evaluate import HFGenerator, StaticCaches, dtype_view, evaluate, fast_generate, vllm_available
-from .sft import NaNGuard, RunStamp, save_run_model
+from .sft import MetricsLogger, NaNGuard, RunStamp, metrics_rows, read_metrics, save_run_model
 from .sync import patch_trl_lora_sync
 
 # %% auto #0
-__all__ = ['LORA_RANK', 'ENTROPY_LEVERS', 'IS_MODES', 'GRPO_PRECISIONS', 'PLOTS', 'lora_config', 'check_grpo_args', 'grpo_config',
-           'resolve_rollout', 'port_free', 'VLLMServer', 'recording_trainer_class', 'merged_weights', 'RolloutEngine',
-           'attach_rollout_engine', 'metrics_rows', 'MetricsLogger', 'join_rollouts', 'supersede', 'drop_superseded',
+__all__ = ['LORA_RANK', 'ENTROPY_LEVERS', 'IS_MODES', 'GRPO_PRECISIONS', 'PLOTS', 'SUMMARY_KEYS', 'lora_config',
+           'check_grpo_args', 'grpo_config', 'resolve_rollout', 'port_free', 'VLLMServer', 'recording_trainer_class',
+           'merged_weights', 'RolloutEngine', 'attach_rollout_engine', 'join_rollouts', 'supersede', 'drop_superseded',
            'EvalCallback', 'checkpoints', 'checkpoint_problem', 'latest_checkpoint', 'checkpoint_step', 'train_grpo',
-           'read_metrics', 'plot_metrics']
+           'plot_metrics', 'grpo_summary']
 
 # %% ../nbs/07_grpo.ipynb #d7e1f691
 LORA_RANK = 16
@@ -272,32 +272,6 @@ def attach_rollout_engine(trainer, dtype=None):
     return trainer.rollouts
 
 # %% ../nbs/07_grpo.ipynb #aa8d7172
-def metrics_rows(path) -> list[dict]:
-    "The records of a `metrics.jsonl`: a torn last line (a crash mid-append) is skipped with a warning; a bad line before it is an error."
-    p = Path(path)
-    if not p.exists(): return []
-    lines, rows = p.read_text(encoding="utf-8", errors="replace").splitlines(), []
-    for i, line in enumerate(lines, 1):
-        if not line.strip(): continue
-        try: r = json.loads(line)
-        except ValueError: r = None
-        if isinstance(r, dict): rows.append(r); continue
-        if i == len(lines):
-            warnings.warn(f"{p}: skipping its torn last line {i} ({line[:60]!r}): the writer stopped in the middle of it.", stacklevel=2)
-        else: raise ValueError(f"{p}:{i}: not a JSON object ({line[:60]!r}); the file is corrupt, not just torn at its end.")
-    return rows
-
-class MetricsLogger(TrainerCallback):
-    "Append every log line to `metrics.jsonl`; on resume, drop lines past the resumed step (and a torn last line)."
-    def __init__(self, path): self.path = Path(path)
-    def on_train_begin(self, args, state, control, **kw):
-        if state.is_world_process_zero and self.path.exists():
-            keep = [r for r in metrics_rows(self.path) if r.get("step", 0) <= state.global_step]
-            atomic_write_text(self.path, "".join(json.dumps(r, default=float) + "\n" for r in keep))
-    def on_log(self, args, state, control, logs=None, **kw):
-        if state.is_world_process_zero and logs:
-            with open(self.path, "a") as f: f.write(json.dumps(dict(step=state.global_step, **logs), default=float) + "\n")
-
 _STEP_FILE = re.compile(r"step-0*([0-9]+)\.")
 
 def join_rollouts(run_dir, upto: int|None = None) -> pd.DataFrame:
@@ -429,7 +403,7 @@ def train_grpo(model_path: str, records: list[dict], run_dir: str, steps: int = 
     check_int("lora_r", lora_r, 1); check_int("eval_every", eval_every, 0); check_int("eval_k", eval_k, 1)
     check_int("eval_batch_size", eval_batch_size, 1)
     if not records: raise ValueError("GRPO needs at least one training question.")
-    seed_everything(seed); tok = load_tokenizer()
+    seed_everything(seed); tok = model_tokenizer(model_path)
     patch = patch_trl_lora_sync() if (rollout == "server" and sync_fix) else None
     if rollout == "colocate": model_path = dtype_view(model_path, "bfloat16")   # TRL's engine samples in the dtype config.json records
     m = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
@@ -467,10 +441,6 @@ PLOTS = [("reward", "reward (weighted, max 5.25)"), ("rewards/exact_check/mean",
          ("sampling/importance_sampling_ratio/mean", "importance-sampling ratio"),
          ("sampling/sampling_logp_difference/mean", "trainer–vLLM log-prob mismatch"), ("zero_signal/total", "zero-signal share (total)")]
 
-def read_metrics(run_dir) -> pd.DataFrame:
-    "metrics.jsonl as a table, one row per logged step (a torn last line is skipped with a warning; see `metrics_rows`)."
-    return pd.DataFrame(metrics_rows(Path(run_dir)/"metrics.jsonl"))
-
 def plot_metrics(run_dir, title: str = ""):
     "The worklog's GRPO panels; a metric the run did not produce (no vLLM → no mismatch) is marked as absent."
     import matplotlib.pyplot as plt
@@ -480,3 +450,18 @@ def plot_metrics(run_dir, title: str = ""):
         else: ax.text(0.5, 0.5, "not logged in this run\n(vLLM rollouts only)" if "sampling" in k else "not logged", ha="center", va="center", transform=ax.transAxes)
         ax.set_title(label, fontsize=9); ax.set_xlabel("step")
     axes[-1].axis("off"); fig.suptitle(title); fig.tight_layout(); return fig
+
+# %% ../nbs/07_grpo.ipynb #d116d738
+SUMMARY_KEYS = {"reward": "reward", "format": "rewards/format_check/mean", "entropy": "entropy", "zero_signal": "zero_signal/total"}
+
+def grpo_summary(run_dir, n: int|None = None) -> dict:
+    "Means over the first and the last `n` logged steps (default: a fifth of them, 1 to 5) of reward, format, entropy, zero-signal share."
+    df = read_metrics(run_dir)
+    df = df[df["reward"].notna()] if "reward" in df else df.iloc[:0]
+    if df.empty: return dict(steps_logged=0)
+    n = n or max(1, min(5, len(df) // 5))
+    out = dict(steps_logged=len(df), summary_steps=n)
+    for k, col in SUMMARY_KEYS.items():
+        if col in df and df[col].notna().any():
+            v = df[col].dropna(); out[f"{k}_first"], out[f"{k}_last"] = round(float(v.iloc[:n].mean()), 4), round(float(v.iloc[-n:].mean()), 4)
+    return out

@@ -8,8 +8,8 @@ Docs: https://mathworklog.github.io/mathworklog/opd.html.md"""
 from __future__ import annotations
 from pathlib import Path
 import torch
-from .core import check_choice, check_int, check_number, load_tokenizer, precision as precision_flags, seed_everything
-from .sft import NaNGuard, RunStamp, nonfinite_params, save_run_model
+from .core import check_choice, check_int, check_number, model_tokenizer, precision as precision_flags, seed_everything
+from .sft import MetricsLogger, NaNGuard, RunStamp, nonfinite_params, save_run_model
 
 # %% auto #0
 __all__ = ['trim_vocab', 'teacher_report', 'reverse_kl', 'train_opd']
@@ -66,7 +66,7 @@ def train_opd(student_path: str, teacher_path: str, records: list[dict], run_dir
     check_int("max_new_tokens", max_new_tokens, 1); check_int("kl_n", kl_n, 1)
     check_choice("precision", precision, ("auto", "fp32", "bf16"))
     if not records: raise ValueError("OPD needs at least one record.")
-    seed_everything(seed); tok = load_tokenizer()
+    seed_everything(seed); tok = model_tokenizer(student_path)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     st = AutoModelForCausalLM.from_pretrained(student_path, dtype=torch.float32)
     te = AutoModelForCausalLM.from_pretrained(teacher_path, dtype=torch.bfloat16 if dev == "cuda" else torch.float32).to(dev).eval()
@@ -81,7 +81,7 @@ def train_opd(student_path: str, teacher_path: str, records: list[dict], run_dir
     ds = Dataset.from_list([dict(prompt=r["prompt"]) for r in records])
     guard, run_id = NaNGuard(), Path(run_dir).name
     tr = DistillationTrainer(model=st, teacher_model=te, args=cfg, train_dataset=ds, processing_class=tok,
-                             callbacks=[guard, RunStamp(run_id), *(callbacks or [])])
+                             callbacks=[guard, RunStamp(run_id), MetricsLogger(Path(run_dir)/"metrics.jsonl"), *(callbacks or [])])
     tr.train()
     guard.check_weights(tr.model, tr.state.global_step)
     kl_after = None if guard.fired else reverse_kl(tr.model, te, tok, probe, max_new_tokens=max_new_tokens, seed=seed)

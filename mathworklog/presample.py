@@ -110,9 +110,16 @@ def load_split(run, records: list[dict], scoring: str|None = None, name: str = "
     seen = set(df.idx.tolist())
     return [r for r in records if r["idx"] in keep], [r for r in records if r["idx"] in seen and r["idx"] not in keep]
 
-def load_rl_set(run, records: list[dict]) -> list[dict]:
-    "The RL set a run saved (a warm-up, averaging or presample run), as those of `records`: what chapter 07 trains on."
-    return load_split(run, records)[0]
+def load_rl_set(run, records: list[dict], min_n: int = 0) -> list[dict]:
+    "The RL set a run saved (a warm-up, averaging or presample run), as those of `records`: what chapter 07 trains on. One thinner than `min_n` is topped up, with a message, by questions no warm-up trained on (2·`min_n` in all)."
+    rl = load_split(run, records)[0]
+    if len(rl) >= min_n: return rl
+    run = resolve_run(run, "presample") if not isinstance(run, Run) else run
+    seen = set((rl_set_info(run) or {}).get("warmup_idx", [])) | {r["idx"] for r in rl}
+    extra = [r for r in records if r["idx"] not in seen][:2 * min_n - len(rl)]
+    print(f"the RL set of {run.id} has {len(rl)} questions (< {min_n}, one step's prompts); adding {len(extra)} training questions "
+          f"no warm-up trained on")
+    return rl + extra
 
 # %% ../nbs/04_presample.ipynb #74c2f769
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ import argparse, json, time
 from pathlib import Path
 import pandas as pd
 from .core import WORKLOG, find_runs, latest_run, new_run, project_root
-from .grpo import read_metrics
+from .sft import read_metrics
 
 # %% auto #0
 __all__ = ['WHAT', 'WORKLOG_KEYS', 'worklog_reference', 'eval_points', 'results_table', 'evidence', 'plot_runs',

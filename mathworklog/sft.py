@@ -6,16 +6,17 @@ Docs: https://mathworklog.github.io/mathworklog/sft.html.md"""
 
 # %% ../nbs/05_sft.ipynb #ac44b5e3
 from __future__ import annotations
-import json, math, os, shutil
+import json, math, os, shutil, warnings
 from pathlib import Path
+import pandas as pd
 import torch
 from transformers import TrainerCallback
-from .core import (atomic_write_text, check_choice, check_int, check_number, load_tokenizer,
+from .core import (atomic_write_text, check_choice, check_int, check_number, load_tokenizer, model_tokenizer,
                               precision as precision_flags, seed_everything)
 
 # %% auto #0
-__all__ = ['SFT_PRECISIONS', 'sft_dataset', 'nonfinite_params', 'NaNGuard', 'stamp', 'RunStamp', 'save_run_model', 'sft_config',
-           'train_sft']
+__all__ = ['SFT_PRECISIONS', 'sft_dataset', 'nonfinite_params', 'NaNGuard', 'stamp', 'RunStamp', 'save_run_model', 'metrics_rows',
+           'MetricsLogger', 'read_metrics', 'plot_training', 'sft_config', 'train_sft']
 
 # %% ../nbs/05_sft.ipynb #8bce1087
 def sft_dataset(records: list[dict]):
@@ -80,6 +81,48 @@ def save_run_model(trainer, tokenizer, run_dir) -> str:
         if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
     return str(md)
 
+# %% ../nbs/05_sft.ipynb #b25a5c06
+def metrics_rows(path) -> list[dict]:
+    "The records of a `metrics.jsonl`: a torn last line (a crash mid-append) is skipped with a warning; a bad line before it is an error."
+    p = Path(path)
+    if not p.exists(): return []
+    lines, rows = p.read_text(encoding="utf-8", errors="replace").splitlines(), []
+    for i, line in enumerate(lines, 1):
+        if not line.strip(): continue
+        try: r = json.loads(line)
+        except ValueError: r = None
+        if isinstance(r, dict): rows.append(r); continue
+        if i == len(lines):
+            warnings.warn(f"{p}: skipping its torn last line {i} ({line[:60]!r}): the writer stopped in the middle of it.", stacklevel=2)
+        else: raise ValueError(f"{p}:{i}: not a JSON object ({line[:60]!r}); the file is corrupt, not just torn at its end.")
+    return rows
+
+class MetricsLogger(TrainerCallback):
+    "Append every log line to `metrics.jsonl`; on resume, drop lines past the resumed step (and a torn last line)."
+    def __init__(self, path): self.path = Path(path)
+    def on_train_begin(self, args, state, control, **kw):
+        if state.is_world_process_zero and self.path.exists():
+            keep = [r for r in metrics_rows(self.path) if r.get("step", 0) <= state.global_step]
+            atomic_write_text(self.path, "".join(json.dumps(r, default=float) + "\n" for r in keep))
+    def on_log(self, args, state, control, logs=None, **kw):
+        if state.is_world_process_zero and logs:
+            with open(self.path, "a") as f: f.write(json.dumps(dict(step=state.global_step, **logs), default=float) + "\n")
+
+def read_metrics(run_dir) -> pd.DataFrame:
+    "metrics.jsonl as a table, one row per logged step (a torn last line is skipped with a warning; see `metrics_rows`)."
+    return pd.DataFrame(metrics_rows(Path(run_dir)/"metrics.jsonl"))
+
+def plot_training(run_dir, keys=(("loss", "training loss"), ("grad_norm", "grad-norm (before clipping)")), title: str = ""):
+    "One panel per logged key of a run's `metrics.jsonl`, against the step."
+    import matplotlib.pyplot as plt
+    df = read_metrics(run_dir)
+    fig, axes = plt.subplots(1, len(keys), figsize=(5 * len(keys), 3.2))
+    for ax, (k, label) in zip(list(axes) if len(keys) > 1 else [axes], keys):
+        if k in df and df[k].notna().any(): d = df[["step", k]].dropna(); ax.plot(d.step, d[k], "-", lw=1)
+        else: ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes)
+        ax.set(title=label, xlabel="step")
+    fig.suptitle(title); fig.tight_layout(); return fig
+
 # %% ../nbs/05_sft.ipynb #a6ce663e
 SFT_PRECISIONS = ("auto", "fp32", "bf16", "bf16-weights")
 
@@ -108,11 +151,12 @@ def train_sft(model_path: str, records: list[dict], run_dir: str, steps: int = 1
     check_int("eval_n", eval_n, 1)
     ds = sft_dataset(records)
     seed_everything(seed)
-    tok = load_tokenizer(tokenizer_path)
+    tok = load_tokenizer(tokenizer_path) if tokenizer_path else model_tokenizer(model_path)
     dtype = torch.bfloat16 if precision == "bf16-weights" else torch.float32
     m = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, attn_implementation=attn)
     guard, run_id = NaNGuard(), Path(run_dir).name
-    tr = SFTTrainer(model=m, args=cfg, train_dataset=ds, processing_class=tok, callbacks=[guard, RunStamp(run_id), *(callbacks or [])])
+    tr = SFTTrainer(model=m, args=cfg, train_dataset=ds, processing_class=tok,
+                     callbacks=[guard, RunStamp(run_id), MetricsLogger(Path(run_dir)/"metrics.jsonl"), *(callbacks or [])])
     probe = ds.select(range(min(len(ds), eval_n)))              # a fixed slice of the SFT set, scored before and after
     before = tr.evaluate(eval_dataset=probe, metric_key_prefix="before")["before_loss"]
     tr.train()

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from mathworklog.core import load_tokenizer, model_path, new_run, free_port
-from mathworklog.data import load_gsm8k, prepare
+from mathworklog.data import load_gsm8k, prepare, preset_tokenizer
 from mathworklog.rewards import REWARD_WEIGHTS
 from mathworklog.grpo import train_grpo, VLLMServer, port_free, read_metrics, resolve_rollout
 
@@ -29,7 +29,7 @@ def test_rollout_mode_errors_never_hang():
     with pytest.raises(RuntimeError, match="at least 2 GPUs"): resolve_rollout("server", 1, True)
 
 def test_grpo_records_and_resumes(tmp_path):
-    tok = load_tokenizer()
+    tok = preset_tokenizer("tiny")
     base = model_path("tiny", tok, "tiny")
     recs = prepare(load_gsm8k("train", n=4))
     run = new_run("grpo", "tiny", root=tmp_path)
@@ -50,7 +50,7 @@ def test_grpo_records_and_resumes(tmp_path):
 
 def test_grpo_with_rollout_engine_evaluates_and_resumes(tmp_path):
     "The RolloutEngine path (what a GPU runs) on the CPU: training, evaluation on the copy, resume."
-    tok = load_tokenizer()
+    tok = preset_tokenizer("tiny")
     recs = prepare(load_gsm8k("train", n=4)); test = prepare(load_gsm8k("test", n=2))
     run = new_run("grpo", "tiny", root=tmp_path)
     kw = dict(model_path=model_path("tiny", tok, "tiny"), records=recs, run_dir=str(run.path), prompts_per_step=2,

@@ -3,11 +3,11 @@ two-GPU box runs. Same global batch -> same first-step loss; rewards gathered fr
 import pandas as pd
 from transformers import AutoModelForCausalLM
 from mathworklog.core import load_tokenizer, model_path, launch, new_run
-from mathworklog.data import load_gsm8k, prepare
+from mathworklog.data import load_gsm8k, prepare, preset_tokenizer
 from mathworklog.grpo import read_metrics
 
 def test_sft_two_processes_match_one(tmp_path):
-    tok = load_tokenizer(); base = model_path("tiny", tok, "tiny"); recs = prepare(load_gsm8k("train", n=8))
+    tok = preset_tokenizer("tiny"); base = model_path("tiny", tok, "tiny"); recs = prepare(load_gsm8k("train", n=8))
     res = {}
     for n, per_device in ((1, 4), (2, 2)):                                   # global batch 4 either way
         run = new_run("sft", "tiny", root=tmp_path)
@@ -17,7 +17,7 @@ def test_sft_two_processes_match_one(tmp_path):
     AutoModelForCausalLM.from_pretrained(res[2]["model_dir"])               # the two-process output loads in one process
 
 def test_grpo_two_processes_gather_and_one_writer(tmp_path):
-    tok = load_tokenizer(); base = model_path("tiny", tok, "tiny"); recs = prepare(load_gsm8k("train", n=8))
+    tok = preset_tokenizer("tiny"); base = model_path("tiny", tok, "tiny"); recs = prepare(load_gsm8k("train", n=8))
     run = new_run("grpo", "tiny", root=tmp_path)
     r = launch("mathworklog.grpo:train_grpo", dict(model_path=base, records=recs, run_dir=str(run.path), steps=2, prompts_per_step=2,
                num_generations=4, max_completion_length=8, lora_r=4, save_steps=1), num_processes=2)

@@ -9,7 +9,7 @@ import pytest
 
 from mathworklog.core import (MissingResourceError, Run, RunRefusedError, NonFiniteRunError, find_runs, free_port, latest_run,
                               launch, load_tokenizer, model_from, model_path, new_run, pid_alive, resolve_run, stop_if_nan)
-from mathworklog.data import checks, lenient_answers, parse_number, strict_answer, load_gsm8k, prepare
+from mathworklog.data import checks, lenient_answers, parse_number, strict_answer, load_gsm8k, prepare, preset_tokenizer
 from mathworklog.rewards import REWARD_FUNCS
 from mathworklog.grpo import VLLMServer, grpo_config, latest_checkpoint, read_metrics, train_grpo
 
@@ -45,7 +45,7 @@ def small_vocabulary():
 
 @pytest.fixture(scope="module")
 def tiny():
-    tok = load_tokenizer()
+    tok = preset_tokenizer("tiny")
     return tok, model_path("tiny", tok, "tiny")
 
 # ---------------------------------------------------------------- server
@@ -205,7 +205,7 @@ def test_run_folders_two_processes_build_tiny_model(tmp_path):
     "Two processes building the tiny model into an empty cache collided (1 of 5 trials)."
     code = ("import sys, time\nfrom pathlib import Path\n"
             "from mathworklog.core import load_tokenizer, model_path\nfrom transformers import AutoModelForCausalLM\n"
-            "tok = load_tokenizer()\n"
+            "from mathworklog.data import preset_tokenizer; tok = preset_tokenizer('tiny')\n"
             "while not Path(sys.argv[1]).exists(): time.sleep(0.01)\n"       # both start building at the same moment
             "p = model_path('tiny', tok, 'tiny'); AutoModelForCausalLM.from_pretrained(p); print(p)\n")
     env = {**os.environ, "MATHWORKLOG_CACHE": str(tmp_path/"cache")}
