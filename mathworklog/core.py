@@ -19,10 +19,10 @@ __all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'PRESETS', 'WORKLOG', 'LORA_RANK', 'H
            'git_commit', 'atomic_path', 'atomic_write_text', 'locked', 'MalformedRunError', 'RunRefusedError', 'Run',
            'new_run', 'find_runs', 'latest_run', 'usable_run', 'resolve_run', 'NonFiniteRunError', 'stop_if_nan',
            'cpu_threads', 'quiet', 'seed_everything', 'pick_device', 'precision', 'hub_reachable', 'bundled_data_dir',
-           'cached_dir', 'fallback_tokenizer', 'load_tokenizer', 'MissingResourceError', 'require_gpu', 'vocab_rows',
-           'random_qwen2', 'model_path', 'model_tokenizer', 'load_model', 'model_from', 'proc_stat', 'live_processes',
-           'track_tree', 'signal_pids', 'kill_tree', 'watchdog_main', 'free_port', 'pid_alive', 'group_alive',
-           'OwnedProcess', 'launch', 'launch_main']
+           'cached_dir', 'train_bpe', 'fallback_tokenizer', 'load_tokenizer', 'MissingResourceError', 'require_gpu',
+           'vocab_rows', 'random_qwen2', 'model_path', 'model_tokenizer', 'load_model', 'model_from', 'proc_stat',
+           'live_processes', 'track_tree', 'signal_pids', 'kill_tree', 'watchdog_main', 'free_port', 'pid_alive',
+           'group_alive', 'OwnedProcess', 'launch', 'launch_main']
 
 # %% ../nbs/00_core.ipynb #90023c90
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Preset:
     save_every: int = 50
     tiny_dims: dict = field(default_factory=dict)
     vocab_size: int|None = None     # a tokenizer of this size trained on GSM8K's train text (`data.preset_tokenizer`); None: Qwen2.5's
-    shortest_train: bool = False    # the n_train shortest training questions instead of the first n_train
+    shortest: bool = False          # the n_train (n_test) shortest questions of each split instead of the first ones
     sft_questions: int|None = None  # SFT trains on at most this many warm-up questions (None: all of them)
     grpo_lr: float = 3e-5
     grpo_max_new_tokens: int|None = None   # GRPO's completion cap (None: max_new_tokens)
@@ -65,9 +65,9 @@ QWEN25_05B_DIMS = dict(hidden_size=896, intermediate_size=4864, num_hidden_layer
                        num_key_value_heads=2, max_position_embeddings=32768, rope_theta=1e6)
 PRESETS = {
     "tiny": Preset("tiny", model="tiny", teacher="tiny-teacher", n_train=384, n_test=32, k=4, max_new_tokens=128,
-                   gen_batch=256, sft_steps=400, sft_lr=1e-2, sft_batch=8, opd_steps=6, opd_lr=1e-4, grpo_steps=30,
+                   gen_batch=256, sft_steps=500, sft_lr=1e-2, sft_batch=8, opd_steps=6, opd_lr=3e-5, grpo_steps=30,
                    grpo_prompts=8, num_generations=4, lora_r=16, eval_every=15, eval_k=2, save_every=10,
-                   tiny_dims=TINY_DIMS, vocab_size=1024, shortest_train=True, sft_questions=256, grpo_lr=5e-3,
+                   tiny_dims=TINY_DIMS, vocab_size=1024, shortest=True, sft_questions=256, grpo_lr=5e-3,
                    grpo_max_new_tokens=40),
     "gpu": Preset("gpu", model="shaped", teacher="shaped-teacher", n_train=32, n_test=32, k=4, max_new_tokens=128,
                   gen_batch=128, sft_steps=6, sft_lr=2e-5, sft_batch=8, opd_steps=3, opd_lr=1e-6, grpo_steps=3,
@@ -432,25 +432,31 @@ def cached_dir(out, build, complete=None, lock: bool = True) -> Path:
             if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)   # the loser discards its own build, never the winner's
     return out
 
+def train_bpe(corpus: list[str], vocab_size: int, added=()):
+    "A byte-level BPE built like Qwen2.5's (its pre-tokenizer regex, ChatML, eos `<|im_end|>`, pad `<|endoftext|>`) trained on `corpus`; `added` become single (non-special) tokens."
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=vocab_size - len(added), initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                            special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"], show_progress=False))
+    if added: tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in added])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", chat_template=CHATML_TEMPLATE,
+                                   clean_up_tokenization_spaces=False)
+
 def fallback_tokenizer(vocab_size: int = 4096):
     "A byte-level BPE trained on the bundled problems with Qwen2's pre-tokenizer regex and a ChatML template."
-    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+    from transformers import AutoTokenizer
     def build(tmp):
-        from tokenizers import Tokenizer, Regex, models, pre_tokenizers, decoders, trainers
-        tok = Tokenizer(models.BPE())
-        tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(QWEN2_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-        tok.decoder = decoders.ByteLevel()
         corpus = [l for f in sorted(bundled_data_dir().glob("*.jsonl")) for l in f.read_text().splitlines()]
         corpus += ["<start_working_out> <end_working_out> <SOLUTION> </SOLUTION> 0123456789 + - * / = $ , ."] * 50
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-        tok.train_from_iterator(corpus, trainer)
-        PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                chat_template=CHATML_TEMPLATE).save_pretrained(tmp)
+        train_bpe(corpus, vocab_size).save_pretrained(tmp)
     out = cached_dir(cache_dir()/f"fallback-tokenizer-{vocab_size}", build, lambda p: (p/"tokenizer.json").exists())
     return AutoTokenizer.from_pretrained(out)
+
 
 # %% ../nbs/00_core.ipynb #fb212d8e
 def load_tokenizer(source: str|None = None, allow_fallback: bool = True):

@@ -219,7 +219,7 @@ def load_gsm8k(split: str = "train", source: str|None = None, n: int|None = None
                                        f"use the hub (openai/gsm8k) or the bundled problems.")
         rows = _read_jsonl(f)
     if not rows: raise ValueError(f"GSM8K {split} split from {src} is empty.")
-    if n and split == "train" and preset is not None and get_preset(preset).shortest_train:
+    if n and preset is not None and get_preset(preset).shortest:
         return shortest(rows, n)
     return rows[:n] if n else rows
 
@@ -285,23 +285,11 @@ def tiny_tokenizer(vocab_size: int = 1024, source: str|None = None):
     "A byte-level BPE of `vocab_size` tokens trained on GSM8K's train split (from `source`), the tags and the system prompt as added tokens; cached."
     import hashlib
     from transformers import AutoTokenizer
-    from mathworklog.core import CHATML_TEMPLATE, QWEN2_PRETOKENIZE_REGEX, cache_dir, cached_dir
+    from mathworklog.core import cache_dir, cached_dir, train_bpe
     corpus = tokenizer_corpus(load_gsm8k("train", source))
     key = hashlib.sha1(json.dumps([vocab_size, SYSTEM_PROMPT, TAGS, corpus]).encode()).hexdigest()[:10]
     def build(tmp):
-        from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-        from transformers import PreTrainedTokenizerFast
-        tok = Tokenizer(models.BPE())
-        tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(QWEN2_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-        tok.decoder = decoders.ByteLevel()
-        added = [*TAGS, SYSTEM_PROMPT]
-        tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=vocab_size - len(added), special_tokens=list(SPECIAL_TOKENS),
-                                initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
-        tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in added])
-        PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", chat_template=CHATML_TEMPLATE,
-                                clean_up_tokenization_spaces=False, model_max_length=1024).save_pretrained(tmp)
+        tok = train_bpe(corpus, vocab_size, added=(*TAGS, SYSTEM_PROMPT)); tok.model_max_length = 1024; tok.save_pretrained(tmp)
     out = cached_dir(cache_dir()/f"tiny-tokenizer-{key}", build, lambda p: (p/"tokenizer.json").exists())
     tok = AutoTokenizer.from_pretrained(out); tok.padding_side = "left"
     return tok

@@ -11,31 +11,33 @@ from pathlib import Path
 import pandas as pd
 import torch
 from transformers import TrainerCallback
-from .core import (OwnedProcess, atomic_path, atomic_write_text, check_choice, check_int, check_number, check_param,
-                              model_tokenizer, precision as precision_flags, seed_everything, MissingResourceError)
+from dataclasses import asdict, dataclass, fields
+from .core import (LORA_RANK, OwnedProcess, atomic_path, atomic_write_text, check_choice, check_int, check_number, check_param,
+                              lora_config, model_tokenizer, precision as precision_flags, seed_everything, MissingResourceError)
 from .data import completion_text
 from .rewards import REWARD_FUNCS, REWARD_WEIGHTS, weights_list, zero_signal_share
 from .evaluate import HFGenerator, StaticCaches, dtype_view, evaluate, fast_generate, vllm_available
 from .sft import MetricsLogger, NaNGuard, RunStamp, metrics_rows, read_metrics, save_run_model
-from .sync import patch_trl_lora_sync
+from .sync import SyncProbe, SyncProbeCallback, patch_trl_lora_sync, probe_batch, token_logprobs, trainer_vllm_copy
 
 # %% auto #0
-__all__ = ['LORA_RANK', 'ENTROPY_LEVERS', 'IS_MODES', 'GRPO_PRECISIONS', 'PLOTS', 'SUMMARY_KEYS', 'lora_config',
-           'check_grpo_args', 'grpo_config', 'resolve_rollout', 'port_free', 'VLLMServer', 'recording_trainer_class',
-           'merged_weights', 'RolloutEngine', 'attach_rollout_engine', 'join_rollouts', 'supersede', 'drop_superseded',
-           'EvalCallback', 'checkpoints', 'checkpoint_problem', 'latest_checkpoint', 'checkpoint_step', 'train_grpo',
-           'plot_metrics', 'grpo_summary']
+__all__ = ['ENTROPY_LEVERS', 'IS_MODES', 'GRPO_PRECISIONS', 'PLOTS', 'SUMMARY_KEYS', 'entropy_levers', 'check_grpo_args',
+           'grpo_config', 'resolve_rollout', 'port_free', 'VLLMServer', 'recording_trainer_class', 'merged_weights',
+           'RolloutEngine', 'attach_rollout_engine', 'join_rollouts', 'supersede', 'drop_superseded', 'EvalCallback',
+           'checkpoints', 'checkpoint_problem', 'latest_checkpoint', 'checkpoint_step', 'GRPOSettings',
+           'build_grpo_trainer', 'train_grpo', 'plot_metrics', 'grpo_summary']
 
 # %% ../nbs/07_grpo.ipynb #d7e1f691
-LORA_RANK = 16
 ENTROPY_LEVERS = {"adaptive_entropy": dict(use_adaptive_entropy=True, entropy_target=0.30),
                   "clip_higher": dict(epsilon_high=0.28, num_iterations=2),
                   "low_lr": dict(learning_rate=1e-5)}
 
-def lora_config(r: int = LORA_RANK):
-    "LoRA on all linear layers, dropout 0, alpha = 2r."
-    from peft import LoraConfig
-    return LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
+def entropy_levers(spec) -> list[str]:
+    "The entropy levers asked for: None, one name, a list of names, or names joined by '+' (the worklog switched on all three at once)."
+    names = [] if spec is None else spec.split("+") if isinstance(spec, str) else list(spec)
+    for n in names: check_choice("entropy_lever", n, list(ENTROPY_LEVERS))
+    if len(set(names)) < len(names): raise ValueError(f"entropy_lever names a lever twice: {spec!r}")
+    return names
 
 # %% ../nbs/07_grpo.ipynb #e95f0244
 IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")   # TRL 1.16 GRPOConfig.vllm_importance_sampling_mode
@@ -43,14 +45,14 @@ GRPO_PRECISIONS = ("auto", "fp32", "bf16")
 
 def check_grpo_args(steps: int, prompts_per_step: int = 16, num_generations: int = 8, max_completion_length: int = 512,
                     lr: float = 3e-5, rollout: str = "hf", is_mode: str = "sequence_mask", precision: str = "auto",
-                    entropy_lever: str|None = None, save_steps: int = 50, num_processes: int = 1, server_port: int = 8000,
+                    entropy_lever: str|list|None = None, save_steps: int = 50, num_processes: int = 1, server_port: int = 8000,
                     gpu_memory_utilization: float = 0.5):
     "Check GRPO's parameters where they enter; each error names the parameter and its allowed range."
     check_int("steps", steps, 1); check_int("prompts_per_step", prompts_per_step, 1)
     check_int("num_generations", num_generations, 2)            # one completion per group has no advantage
     check_int("max_completion_length", max_completion_length, 1); check_number("lr", lr, 0, lo_open=True)
     check_choice("rollout", rollout, ("hf", "colocate", "server")); check_choice("is_mode", is_mode, IS_MODES)
-    check_choice("precision", precision, GRPO_PRECISIONS); check_choice("entropy_lever", entropy_lever, [None, *ENTROPY_LEVERS])
+    check_choice("precision", precision, GRPO_PRECISIONS); entropy_levers(entropy_lever)
     check_int("save_steps", save_steps, 1); check_int("num_processes", num_processes, 1)
     check_int("server_port", server_port, 1, 65535)
     check_number("gpu_memory_utilization", gpu_memory_utilization, 0, 1, lo_open=True)
@@ -59,7 +61,7 @@ def check_grpo_args(steps: int, prompts_per_step: int = 16, num_generations: int
 
 def grpo_config(out_dir: str, steps: int, prompts_per_step: int = 16, num_generations: int = 8, max_completion_length: int = 512,
                 lr: float = 3e-5, rollout: str = "hf", is_mode: str = "sequence_mask", precision: str = "auto",
-                entropy_lever: str|None = None, save_steps: int = 50, seed: int = 0, num_processes: int = 1,
+                entropy_lever: str|list|None = None, save_steps: int = 50, seed: int = 0, num_processes: int = 1,
                 server_host: str = "127.0.0.1", server_port: int = 8000, gpu_memory_utilization: float = 0.5,
                 report_to: list|None = None, **overrides):
     "TRL `GRPOConfig` with the worklog's recipe; `rollout` is hf | colocate | server. Parameters are checked first."
@@ -76,7 +78,8 @@ def grpo_config(out_dir: str, steps: int, prompts_per_step: int = 16, num_genera
               vllm_mode="colocate" if rollout == "colocate" else "server", vllm_server_host=server_host,
               vllm_server_port=server_port, vllm_gpu_memory_utilization=gpu_memory_utilization,
               vllm_importance_sampling_mode=is_mode, **precision_flags(mode=precision))
-    kw.update(ENTROPY_LEVERS.get(entropy_lever, {})); kw.update(overrides)
+    for lever in entropy_levers(entropy_lever): kw.update(ENTROPY_LEVERS[lever])
+    kw.update(overrides)
     return GRPOConfig(**kw)
 
 # %% ../nbs/07_grpo.ipynb #5c890360
@@ -238,10 +241,14 @@ class RolloutEngine:
         self.sync()
 
     @torch.no_grad()
-    def sync(self):
-        "Copy the policy's current inference weights (and buffers) into the copy, in place; return self."
+    def sync(self, model=None):
+        "Copy the policy's current inference weights (and buffers) into the copy, in place; return self (`model` is for the probe's signature: the plan already reads the policy)."
         for dst, get in self.plan: dst.copy_(get())
         return self
+
+    def logprobs(self, ids, mask, keep: int|None = None):
+        "Teacher-forced log-probs of the last `keep` tokens under the copy (what `sync.SyncProbe` compares with the trainer's)."
+        return token_logprobs(self.model, ids.to(self.device), mask.to(self.device), keep)
 
     def generate(self, input_ids, attention_mask, generation_config):
         "Sample from the copy with chapter 02's fast path (reused static cache, grouped decoding, CUDA graphs)."
@@ -385,38 +392,81 @@ def checkpoint_step(path) -> int:
     "The step of a `checkpoint-N` folder (0 for None)."
     return int(Path(path).name.split("-")[1]) if path else 0
 
-def train_grpo(model_path: str, records: list[dict], run_dir: str, steps: int = 500, prompts_per_step: int = 16,
-               num_generations: int = 8, max_completion_length: int = 512, lr: float = 3e-5, lora_r: int = LORA_RANK,
-               rollout: str = "hf", is_mode: str = "sequence_mask", precision: str = "auto", entropy_lever: str|None = None,
-               save_steps: int = 50, eval_records: list|None = None, eval_every: int = 50, eval_k: int = 4,
-               eval_batch_size: int = 64, resume: bool = False, sync_fix: bool = True, seed: int = 0,
-               server_port: int = 8000, gpu_memory_utilization: float = 0.5, report_to: list|None = None,
-               fast_generation: bool|None = None, callbacks: list|None = None) -> dict:
-    "GRPO with LoRA on `records` (the presample RL set); everything recorded under `run_dir`; extra `callbacks` run after ours."
+@dataclass
+class GRPOSettings:
+    "Every knob of a GRPO run besides the model, the data and the run folder; `train_grpo` takes them by name."
+    steps: int = 500
+    prompts_per_step: int = 16
+    num_generations: int = 8
+    max_completion_length: int = 512
+    lr: float = 3e-5
+    lora_r: int = LORA_RANK
+    rollout: str = "hf"                       # hf | colocate | server
+    is_mode: str = "sequence_mask"
+    precision: str = "auto"
+    entropy_lever: str|list|None = None
+    save_steps: int = 50
+    eval_every: int = 50
+    eval_k: int = 4
+    eval_batch_size: int = 64
+    sync_fix: bool = True                     # server mode: patch TRL's LoRA sync (chapter 08)
+    probe: bool = True                        # log sync/* from a SyncProbe whenever an inference copy exists
+    seed: int = 0
+    server_port: int = 8000
+    gpu_memory_utilization: float = 0.5
+    report_to: list|None = None
+    fast_generation: bool|None = None         # HF rollouts from a RolloutEngine copy (default: on a GPU)
+
+    @classmethod
+    def of(cls, settings=None, **kw) -> "GRPOSettings":
+        "Settings from a GRPOSettings or dict, updated by `kw`; an unknown name is an error that lists the known ones."
+        base = asdict(settings) if isinstance(settings, cls) else dict(settings or {})
+        names = {f.name for f in fields(cls)}
+        if bad := sorted((set(base) | set(kw)) - names):
+            raise TypeError(f"unknown GRPO setting(s) {bad}; known: {sorted(names)}")
+        return cls(**(base | kw))
+
+    def config(self, out_dir: str, num_processes: int = 1):
+        "The TRL `GRPOConfig` (every parameter checked first, with the rest of the checks)."
+        check_int("lora_r", self.lora_r, 1); check_int("eval_every", self.eval_every, 0); check_int("eval_k", self.eval_k, 1)
+        check_int("eval_batch_size", self.eval_batch_size, 1)
+        return grpo_config(out_dir, self.steps, self.prompts_per_step, self.num_generations, self.max_completion_length, self.lr,
+                           self.rollout, self.is_mode, self.precision, self.entropy_lever, self.save_steps, self.seed, num_processes,
+                           server_port=self.server_port, gpu_memory_utilization=self.gpu_memory_utilization, report_to=self.report_to)
+
+def build_grpo_trainer(model_path: str, records: list[dict], run_dir, s: GRPOSettings, eval_records=None, callbacks=None,
+                       num_processes: int = 1):
+    "The recording trainer with our callbacks (NaN guard, run stamp, evaluation, sync probe, metrics.jsonl, then `callbacks`); (trainer, guard, eval callback)."
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
-    from accelerate import PartialState
-    state, run_dir = PartialState(), Path(run_dir)
-    cfg = grpo_config(str(run_dir/"checkpoints"), steps, prompts_per_step, num_generations, max_completion_length, lr, rollout,
-                      is_mode, precision, entropy_lever, save_steps, seed, state.num_processes,
-                      server_port=server_port, gpu_memory_utilization=gpu_memory_utilization, report_to=report_to)
-    check_int("lora_r", lora_r, 1); check_int("eval_every", eval_every, 0); check_int("eval_k", eval_k, 1)
-    check_int("eval_batch_size", eval_batch_size, 1)
+    from mathworklog.core import Run
+    run_dir = Path(run_dir); cfg = s.config(str(run_dir/"checkpoints"), num_processes)
     if not records: raise ValueError("GRPO needs at least one training question.")
-    seed_everything(seed); tok = model_tokenizer(model_path)
-    patch = patch_trl_lora_sync() if (rollout == "server" and sync_fix) else None
-    if rollout == "colocate": model_path = dtype_view(model_path, "bfloat16")   # TRL's engine samples in the dtype config.json records
+    seed_everything(s.seed); tok = model_tokenizer(model_path)
+    if s.rollout == "colocate": model_path = dtype_view(model_path, "bfloat16")   # TRL's engine samples in the dtype config.json records
     m = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
     ds = Dataset.from_list([dict(prompt=r["prompt"], answer=r["answer"], steps=r["steps"]) for r in records])
-    from mathworklog.core import Run
-    guard = NaNGuard()
-    ev = EvalCallback(tok, eval_records or [], Run(run_dir), eval_every if eval_records else 0, eval_k, eval_batch_size,
-                      max_completion_length, guard=guard)
-    T = recording_trainer_class()
-    tr = T(model=m, reward_funcs=REWARD_FUNCS, args=cfg, train_dataset=ds, processing_class=tok, peft_config=lora_config(lora_r),
-           callbacks=[guard, RunStamp(run_dir.name), ev, MetricsLogger(run_dir/"metrics.jsonl"), *(callbacks or [])], run_dir=str(run_dir),
-           fast_generation=torch.cuda.is_available() if fast_generation is None else fast_generation)
+    guard, probe = NaNGuard(), SyncProbeCallback(None)
+    ev = EvalCallback(tok, eval_records or [], Run(run_dir), s.eval_every if eval_records else 0, s.eval_k, s.eval_batch_size,
+                      s.max_completion_length, guard=guard)
+    tr = recording_trainer_class()(model=m, reward_funcs=REWARD_FUNCS, args=cfg, train_dataset=ds, processing_class=tok,
+           peft_config=lora_config(s.lora_r), run_dir=str(run_dir),
+           callbacks=[guard, RunStamp(run_dir.name), ev, probe, MetricsLogger(run_dir/"metrics.jsonl"), *(callbacks or [])],
+           fast_generation=torch.cuda.is_available() if s.fast_generation is None else s.fast_generation)
     ev.engine = tr.rollouts
+    inference_copy = tr.rollouts or trainer_vllm_copy(tr)         # when there is one, the probe watches it
+    if s.probe and inference_copy is not None:
+        probe.probe = SyncProbe(inference_copy, *probe_batch(tok, eval_records or records, n=8, max_tokens=32))
+        probe.sync_copy = tr.rollouts is None                     # the RolloutEngine syncs itself before each rollout
+    return tr, guard, ev
+
+def train_grpo(model_path: str, records: list[dict], run_dir: str, settings: GRPOSettings|dict|None = None,
+               eval_records: list|None = None, resume: bool = False, callbacks: list|None = None, **kw) -> dict:
+    "GRPO with LoRA on `records` (the RL set), every setting a `GRPOSettings` field (by name in `kw`); all recorded under `run_dir`."
+    from accelerate import PartialState
+    s, state, run_dir = GRPOSettings.of(settings, **kw), PartialState(), Path(run_dir)
+    tr, guard, ev = build_grpo_trainer(model_path, records, run_dir, s, eval_records, callbacks, state.num_processes)
+    patch = patch_trl_lora_sync() if (s.rollout == "server" and s.sync_fix) else None
     ckpt = latest_checkpoint(run_dir, set_aside=state.is_main_process) if resume else None
     if resume and state.is_main_process: supersede(run_dir, checkpoint_step(ckpt))
     state.wait_for_everyone()
@@ -427,13 +477,14 @@ def train_grpo(model_path: str, records: list[dict], run_dir: str, steps: int = 
     secs = time.perf_counter() - t0
     guard.check_weights(tr.model, tr.state.global_step)
     out = dict(run_id=run_dir.name, steps=tr.state.global_step, seconds=round(secs, 1), resumed_from=ckpt, nan_step=guard.fired_at,
-               nan_what=guard.what, final_eval=ev.final, rollout=rollout, sync_fix=bool(patch), model_dir=None)
+               nan_what=guard.what, final_eval=ev.final, rollout=s.rollout, sync_fix=bool(patch), model_dir=None)
     if tr.accelerator.is_main_process:
         r = join_rollouts(run_dir)
         if len(r):
             with atomic_path(run_dir/"rollouts.parquet") as tmp: r.to_parquet(tmp)
-        if not guard.fired: out["model_dir"] = save_run_model(tr, tok, run_dir); drop_superseded(run_dir)
+        if not guard.fired: out["model_dir"] = save_run_model(tr, tr.processing_class, run_dir); drop_superseded(run_dir)
     return out
+
 
 # %% ../nbs/07_grpo.ipynb #5ba28851
 PLOTS = [("reward", "reward (weighted, max 5.25)"), ("rewards/exact_check/mean", "exact accuracy (train samples)"),

@@ -418,15 +418,15 @@ class SyncProbe:
 from transformers import TrainerCallback
 
 class SyncProbeCallback(TrainerCallback):
-    "Run a `SyncProbe` after every optimizer step and log its numbers."
+    "Run a `SyncProbe` after every optimizer step and log its numbers (`probe` None: a placeholder, set once the copy exists)."
     def __init__(self, probe: SyncProbe, sync_copy: bool = True): self.probe, self.sync_copy, self.last = probe, sync_copy, None
     def on_train_begin(self, args, state, control, model=None, **kw):
         "Score the start (both copies hold the same weights before the first step): the noise floor, and the drift's origin."
-        if model is None or self.probe.rows: return
+        if model is None or self.probe is None or self.probe.rows: return
         if self.sync_copy and hasattr(self.probe.copy, "sync"): self.probe.copy.sync(model)
         self.probe(model, state.global_step)
     def on_step_end(self, args, state, control, model=None, **kw):
-        if model is None: return
+        if model is None or self.probe is None: return
         if self.sync_copy and hasattr(self.probe.copy, "sync"): self.probe.copy.sync(model)
         self.last = self.probe(model, state.global_step)
     def on_log(self, args, state, control, logs=None, **kw):
