@@ -17,10 +17,10 @@ __all__ = ['SYNC_FIXES', 'QWEN3_06B_DIMS', 'NOISE_BANDS', 'LIVE_ARMS', 'LIVE_SER
            'Chunk', 'standin_pack_tensors', 'vllm_pack_tensors', 'receive', 'LoopbackGroup', 'cpu_streams',
            'weight_metadata', 'vllm_transport', 'receive_through_vllm', 'sync_path_affected', 'SyncPatch',
            'lora_inference_weight', 'patch_trl_lora_sync', 'is_patched', 'trl_original_iter', 'reference_weights',
-           'arrival_table', 'tiny_lora_model', 'bf16_survival', 'merge_unmerge_drift', 'sync_drift', 'meta_model',
-           'stuck_layers', 'token_logprobs', 'LocalCopy', 'vllm_engine_model', 'vllm_hf_weights', 'VLLMCopy',
-           'probe_batch', 'SyncProbe', 'SyncProbeCallback', 'trainer_vllm_copy', 'use_server_transport', 'simulate',
-           'noise_table', 'plot_live_sync']
+           'arrival_table', 'tiny_lora_model', 'stale_tail_bytes', 'bf16_survival', 'merge_unmerge_drift', 'sync_drift',
+           'meta_model', 'stuck_layers', 'token_logprobs', 'LocalCopy', 'vllm_engine_model', 'vllm_hf_weights',
+           'VLLMCopy', 'probe_batch', 'SyncProbe', 'SyncProbeCallback', 'trainer_vllm_copy', 'use_server_transport',
+           'simulate', 'noise_table', 'plot_live_sync']
 
 # %% ../nbs/08_sync_bug.ipynb #66f22fe6
 def trl_generation_for(model):
@@ -250,6 +250,15 @@ def tiny_lora_model(path: str, r: int = 8, dtype=torch.float32, seed: int = 0, s
         for n, p in pm.named_parameters():
             if "lora_B" in n: p.copy_((torch.randn(p.shape, generator=g) * scale).to(p.device))
     return pm
+
+# %% ../nbs/08_sync_bug.ipynb #5c2639ae
+def stale_tail_bytes(sizes: list[int], buffer_size_bytes: int) -> int:
+    "Bytes of the last chunk when the end of the iterator closes it (they arrive as base weights); 0 when the buffer closes it."
+    total = 0
+    for s in sizes:
+        total += s
+        if total > buffer_size_bytes: total = 0                  # pack_tensors returns: this chunk is copied while the generator is suspended
+    return total
 
 # %% ../nbs/08_sync_bug.ipynb #a83a53dc
 def bf16_survival(model_bf16) -> dict:
