@@ -16,13 +16,13 @@ from pathlib import Path
 __all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'PRESETS', 'WORKLOG', 'LORA_RANK', 'HUB_TOKENIZER', 'QWEN2_PRETOKENIZE_REGEX',
            'CHATML_TEMPLATE', 'Preset', 'get_preset', 'worklog', 'check_param', 'check_int', 'check_number',
            'check_choice', 'lora_config', 'lora_scaling', 'project_root', 'runs_root', 'cache_dir', 'library_versions',
-           'git_commit', 'atomic_path', 'atomic_write_text', 'locked', 'MalformedRunError', 'RunRefusedError', 'Run',
-           'new_run', 'find_runs', 'latest_run', 'usable_run', 'resolve_run', 'NonFiniteRunError', 'stop_if_nan',
-           'cpu_threads', 'quiet', 'seed_everything', 'pick_device', 'precision', 'hub_reachable', 'bundled_data_dir',
-           'cached_dir', 'train_bpe', 'fallback_tokenizer', 'load_tokenizer', 'MissingResourceError', 'require_gpu',
-           'vocab_rows', 'random_qwen2', 'model_path', 'model_tokenizer', 'load_model', 'model_from', 'proc_stat',
-           'live_processes', 'track_tree', 'signal_pids', 'kill_tree', 'watchdog_main', 'free_port', 'pid_alive',
-           'group_alive', 'OwnedProcess', 'launch', 'launch_main']
+           'git_commit', 'atomic_path', 'atomic_write_text', 'locked', 'fresh_path', 'MalformedRunError',
+           'RunRefusedError', 'Run', 'new_run', 'find_runs', 'latest_run', 'usable_run', 'resolve_run',
+           'NonFiniteRunError', 'stop_if_nan', 'cpu_threads', 'quiet', 'seed_everything', 'pick_device', 'precision',
+           'hub_reachable', 'bundled_data_dir', 'cached_dir', 'train_bpe', 'fallback_tokenizer', 'load_tokenizer',
+           'MissingResourceError', 'require_gpu', 'vocab_rows', 'random_qwen2', 'model_path', 'model_tokenizer',
+           'load_model', 'model_from', 'proc_stat', 'live_processes', 'track_tree', 'signal_pids', 'kill_tree',
+           'watchdog_main', 'free_port', 'pid_alive', 'group_alive', 'OwnedProcess', 'launch', 'launch_main']
 
 # %% ../nbs/00_core.ipynb #90023c90
 @dataclass(frozen=True)
@@ -228,6 +228,12 @@ def locked(folder):
     finally: os.close(fd)                                      # closing the descriptor releases the lock
 
 # %% ../nbs/00_core.ipynb #7ded823f
+def fresh_path(p) -> Path:
+    "`p` as a Path, when nothing is there yet: the one overwrite guard (a run never overwrites its outputs)."
+    p = Path(p)
+    if p.exists(): raise FileExistsError(f"{p} exists; a run never overwrites its outputs.")
+    return p
+
 class MalformedRunError(ValueError):
     "A run folder whose meta.json is not valid JSON, or not a run's meta.json."
 
@@ -260,8 +266,7 @@ class Run:
             atomic_write_text(self.path/"meta.json", json.dumps(m, indent=2, default=str))
     def save_table(self, df, name: str) -> Path:
         "Write a pandas table (`.parquet`, or `.jsonl` one record a line) with a `run_id` column, atomically; never overwrites."
-        p = self.path/name
-        if p.exists(): raise FileExistsError(f"{p} exists; a run never overwrites its outputs.")
+        p = fresh_path(self.path/name)
         df = df.copy(); df["run_id"] = self.id
         with atomic_path(p) as tmp:
             if p.suffix == ".jsonl": df.to_json(tmp, orient="records", lines=True)
@@ -269,8 +274,7 @@ class Run:
         return p
     def save_json(self, obj, name: str) -> Path:
         "Write `obj` as JSON to `name` inside the run, atomically; never overwrites."
-        p = self.path/name
-        if p.exists(): raise FileExistsError(f"{p} exists; a run never overwrites its outputs.")
+        p = fresh_path(self.path/name)
         return atomic_write_text(p, json.dumps(obj, indent=2, default=str))
     def __repr__(self): return f"Run({self.id})"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 from transformers import TrainerCallback
-from .core import (atomic_write_text, check_choice, check_int, check_number, load_tokenizer, model_tokenizer,
+from .core import (atomic_write_text, check_choice, fresh_path, check_int, check_number, load_tokenizer, model_tokenizer,
                               precision as precision_flags, seed_everything)
 
 # %% auto #0
@@ -70,8 +70,7 @@ class RunStamp(TrainerCallback):
 
 def save_run_model(trainer, tokenizer, run_dir) -> str:
     "Save a trainer's model (safetensors), tokenizer and run stamp as `<run_dir>/model`, complete or not at all."
-    md = Path(run_dir)/"model"
-    if md.exists(): raise FileExistsError(f"{md} exists; a run never overwrites its outputs.")
+    md = fresh_path(Path(run_dir)/"model")
     tmp = md.with_name(f".model.tmp-{os.getpid()}")
     try:
         trainer.save_model(str(tmp)); tokenizer.save_pretrained(tmp)
