@@ -7,9 +7,9 @@
 #                      (.v1 .v2 .v3 .gpu are listed in .git/info/exclude, never committed)
 # Usage:  bash bench/gpu_run.sh ITEM [ITEM ...]   — items run in order, each under a time limit, stopping before
 # $DEADLINE seconds so that what ran comes back; peak GPU memory per item is sampled with nvidia-smi every 0.5 s.
-# Items: vllm-tests | bench:NAME[:ARGS] | nb:NOTEBOOK[:k=v,k=v] | presample-full | sync-repro | live-sync[:ARMS[:ARGS]],
+# Items: vllm-tests | bench:NAME[:ARGS] | nb:NOTEBOOK[:k=v,k=v] | presample-full[:ARGS] | sync-repro | live-sync[:ARMS[:ARGS]],
 # each optionally followed by @SECONDS (its time limit); ARGS and ARMS are comma-separated.
-# Everything an item prints goes to $OUT/<item>.log; results (JSON, executed notebooks) to $OUT; a summary last.
+# Each item's command sees its limit in $ITEM_LIMIT. Everything an item prints goes to $OUT/<item>.log; results (JSON, executed notebooks) to $OUT; a summary last.
 set -o pipefail
 FINAL=${OUT:-/tmp/out}; W=/tmp/work; mkdir -p "$W" "$FINAL"; T0=$(date +%s); DEADLINE=${DEADLINE:-570}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd); cd "$root"
@@ -30,7 +30,7 @@ run() {
   local left=$(( DEADLINE - ($(date +%s) - T0) )); [ $left -lt 20 ] && { echo "$name skipped (deadline)" | tee -a "$W/summary.txt"; return; }
   [ $limit -gt $left ] && limit=$left
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$W/$name.mem" 2>/dev/null & local smi=$!
-  local t=$(date +%s); timeout -k 10 $limit "$@" > "$W/$name.log" 2>&1; local rc=$?
+  local t=$(date +%s); ITEM_LIMIT=$limit timeout -k 10 $limit "$@" > "$W/$name.log" 2>&1; local rc=$?
   kill $smi 2>/dev/null; local peak=$(sort -n "$W/$name.mem" 2>/dev/null | tail -1)
   echo "$name rc=$rc $(( $(date +%s) - t )) s peak-GPU ${peak:-?} MiB" | tee -a "$W/summary.txt"
   [ $rc -ne 0 ] && grep -v "Warning\|warnings.warn\|^\s*$" "$W/$name.log" | tail -12
@@ -53,7 +53,8 @@ for item in "$@"; do
       run "$what" ${LIMIT:-300} python3 -m papermill -k python3 --cwd nbs "nbs/$what.ipynb" "$W/$what.gpu.ipynb" -p preset gpu "${params[@]}"
       grep -E "^preset=|Error|error" "$W/$what.log" | head -5 ;;
     presample-full)
-      run presample-full ${LIMIT:-300} python3 bench/presample_full.py --out "$W" --from-runs "$MATHWORKLOG_RUNS" ;;
+      run presample-full ${LIMIT:-300} python3 bench/presample_full.py --out "$W" --from-runs "$MATHWORKLOG_RUNS" ${what//,/ } ${args//,/ }
+      grep -E "^(presample|baseline)|tasks done" "$W/presample-full.log" | cut -c1-400 ;;
     sync-repro)
       run sync-repro ${LIMIT:-200} python3 tools/repro_trl_lora_sync.py --model "$(python3 -c 'from mathworklog.core import load_tokenizer, model_path; print(model_path("shaped", load_tokenizer(), "gpu"))')" ;;
     live-sync)

@@ -2,33 +2,85 @@
 all 7,473 training questions x 8 samples at temperature 1, through vLLM and through chapter 02's HF fast path
 (reused static cache, grouped-query decoding, CUDA graphs), both bf16, on the Qwen2.5-0.5B-shaped random model.
 A random model never stops early, so every sample runs to the cap (256 new tokens by default): the figure that
-matters is sampled tokens per second. The vLLM rows can be read from the runs the chapters' notebooks wrote
-(`--from-runs`, so the full presample is not sampled twice in one lease); the HF fast path presamples a subset
-(`--hf-questions`) and is reported at its measured rate. Each engine runs in its own process.
-Saves bench/results/presample_full.json (or $OUT)."""
-import json, os, subprocess, sys, time
+matters is sampled tokens per second.
+Each engine runs in its own process (one per engine, its tasks in order, a result line after each, so a run cut off
+by its time budget keeps what it measured); the vLLM engine core runs in its own process too (vLLM's default, spawned).
+vLLM, in this order: chapter 02's greedy baseline, the presample of a subset without seeds (vLLM then samples the
+whole batch at once instead of one seeded generator per sequence per step), and the full presample as chapter 04 calls
+it (one `generate` of all 59,784 samples, a seed per question, which vLLM turns into a seed per sample). HF fast path: the presample
+of a subset (`--hf-questions`, reported at its measured rate and extrapolated), then the baseline if time is left.
+`--from-runs` reads the vLLM rows from the runs the chapters' notebooks wrote instead (so the full presample is not
+sampled twice in one lease). Seconds are wall time around `generate` (tokenising and decoding included);
+`engine_seconds` is the time inside the engine's own call. Saves bench/results/presample_full.json (or $OUT)."""
+import json, os, signal, subprocess, sys, time
 from pathlib import Path
 
-def worker(engine, task, n, k, new):
-    "One engine, one task, in this process; prints the timing."
+def worker(engine, tasks, new, preset):
+    "One engine, its tasks in order, in this process; prints a timing line after each task."
     import torch
     from mathworklog.core import load_tokenizer, model_path
     from mathworklog.data import load_gsm8k, prepare, render_prompt
     from mathworklog.evaluate import make_generator
-    tok = load_tokenizer(); path = model_path("shaped", tok, "gpu")
-    recs = prepare(load_gsm8k("test" if task == "baseline" else "train", n=n or None))
-    prompts = [render_prompt(tok, r["question"]) for r in recs]
-    g = make_generator(path, tok, engine, batch_size=512 if task == "presample" else 256, dtype="bfloat16")
-    if engine == "hf":                                          # compile the batch shape the task uses before timing
-        g.generate(prompts[:g.batch_size // (k if task == "presample" else 1)], n=k if task == "presample" else 1,
-                   temperature=1.0 if task == "presample" else 0.0, max_new_tokens=new, seed=0)
-    else: g.generate(prompts[:8], n=2, temperature=1.0, max_new_tokens=16, seed=0)          # warm-up
+    tok = load_tokenizer(); path = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
     t0 = time.perf_counter()
-    out = g.generate(prompts, n=k if task == "presample" else 1, temperature=1.0 if task == "presample" else 0.0,
-                     max_new_tokens=new, seed=0)
-    secs = time.perf_counter() - t0
-    print("PRESAMPLE_RESULT " + json.dumps(dict(engine=type(g).__name__, task=task, questions=len(prompts), samples_per_question=k if task == "presample" else 1,
-                                                max_new_tokens=new, tokens=out.n_tokens, seconds=secs, tokens_per_s=out.n_tokens / secs)))
+    g = make_generator(path, tok, engine, batch_size=512, dtype="bfloat16" if torch.cuda.is_available() else "float32")
+    start = time.perf_counter() - t0
+    info = dict(engine=type(g).__name__, engine_start_s=round(start, 1))
+    if engine == "vllm":
+        try:
+            sc = g.llm.llm_engine.vllm_config.scheduler_config
+            info.update(in_process=g.in_process, max_num_seqs=sc.max_num_seqs, max_num_batched_tokens=sc.max_num_batched_tokens,
+                        mp_method=os.environ.get("VLLM_WORKER_MULTIPROC_METHOD"))
+        except Exception as e: info["config_error"] = repr(e)[:200]
+        t0 = time.perf_counter(); g.generate(["Hello"] * 8, n=2, temperature=1.0, max_new_tokens=16, seed=0)          # warm-up
+        info["warmup_s"] = round(time.perf_counter() - t0, 1)
+    print("PRESAMPLE_INFO " + json.dumps(info), flush=True)
+    for t in tasks:
+        task, n, k, seeded = t["task"], t.get("n") or None, t["k"], t.get("seeded", True)
+        recs = prepare(load_gsm8k("test" if task == "baseline" else "train", n=n))
+        prompts = [render_prompt(tok, r["question"]) for r in recs]
+        temp = 1.0 if task == "presample" else 0.0
+        if engine == "hf":                                   # compile the batch shape (512 rows) before timing
+            t0 = time.perf_counter()
+            g.generate(prompts[:g.batch_size // k], n=k, temperature=temp, max_new_tokens=new, seed=0)
+            compile_s = time.perf_counter() - t0
+        if engine == "hf" and torch.cuda.is_available(): torch.cuda.reset_peak_memory_stats()   # not in vLLM's client process
+        t0 = time.perf_counter()
+        out = g.generate(prompts, n=k, temperature=temp, max_new_tokens=new, seed=0 if seeded else None)
+        secs = time.perf_counter() - t0
+        r = dict(info, task=task, questions=len(prompts), samples_per_question=k, max_new_tokens=new, seeded=seeded,
+                 greedy=temp == 0, tokens=out.n_tokens, seconds=round(secs, 2), engine_seconds=round(out.seconds, 2),
+                 tokens_per_s=round(out.n_tokens / secs), engine_tokens_per_s=round(out.n_tokens / out.seconds))
+        if engine == "hf":
+            r.update(batch_rows=g.batch_size, first_batch_compile_s=round(compile_s, 1),
+                     peak_gib=round(torch.cuda.max_memory_allocated() / 2**30, 2) if torch.cuda.is_available() else None)
+        print("PRESAMPLE_RESULT " + json.dumps(r), flush=True)
+    if hasattr(g, "close"): g.close()
+
+CURRENT = []                                                     # the running worker, killed with its group if we are stopped
+
+def stop(signum, frame):
+    for p in CURRENT:
+        try: os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError: pass
+    sys.exit(128 + signum)
+
+def run_worker(engine, tasks, new, preset, limit, log):
+    "A worker process (its own session, so that vLLM's engine process dies with it) for at most `limit` seconds; its results."
+    with open(log, "w") as f:
+        p = subprocess.Popen([sys.executable, __file__, "--worker", engine, json.dumps(tasks), str(new), preset],
+                             stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+        CURRENT[:] = [p]
+        t0 = time.perf_counter(); timed_out = False
+        try: p.wait(timeout=max(limit, 1))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(p.pid, signal.SIGKILL); p.wait()
+    text = Path(log).read_text(errors="replace"); lines = text.splitlines()
+    res = [json.loads(l.split(" ", 1)[1]) for l in lines if l.startswith("PRESAMPLE_RESULT ")]
+    info = [json.loads(l.split(" ", 1)[1]) for l in lines if l.startswith("PRESAMPLE_INFO ")]
+    return res, (info[0] if info else None), dict(rc=p.returncode, seconds=round(time.perf_counter() - t0, 1), timed_out=timed_out,
+                                                    limit_s=round(limit), tail=None if p.returncode == 0 else text[-1500:])
 
 def from_run(runs, chapter, backend="VLLMGenerator"):
     "The newest run of `chapter` (gpu preset) whose generator was vLLM: its tokens, seconds and tokens/s."
@@ -46,33 +98,64 @@ def from_run(runs, chapter, backend="VLLMGenerator"):
                                                tokens_per_s=t["tokens_per_s"], source="the chapter's own run (notebook)")))
     return sorted(cands)[-1][1] if cands else None
 
+def key(r):
+    return f"{r['task']}_{'vllm' if r['engine'] == 'VLLMGenerator' else 'hf'}" + ("" if r["seeded"] else "_unseeded")
+
 if __name__ == "__main__":
     import argparse
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--out", default=os.environ.get("OUT", "bench/results")); p.add_argument("--new", type=int, default=256)
+    p.add_argument("--preset", default="gpu", help="gpu: the 0.5B shape; tiny: a CPU smoke run of the HF path")
     p.add_argument("--from-runs", default=None, help="read the vLLM rows from these chapter runs instead of sampling again")
-    p.add_argument("--hf-questions", type=int, default=1024); p.add_argument("--worker", nargs=5, default=None)
+    p.add_argument("--questions", type=int, default=0, help="presample questions for vLLM (0: all 7,473)")
+    p.add_argument("--test-questions", type=int, default=0, help="baseline questions (0: all 1,319)")
+    p.add_argument("--hf-questions", type=int, default=1024); p.add_argument("--unseeded-questions", type=int, default=1024)
+    p.add_argument("--budget", type=float, default=float(os.environ["ITEM_LIMIT"]) - 20 if os.environ.get("ITEM_LIMIT") else 480,
+                   help="seconds for all workers (default: gpu_run.sh's item limit less 20 s)")
+    p.add_argument("--hf-reserve", type=float, default=130, help="seconds of the budget kept for the HF worker")
+    p.add_argument("--engines", nargs="+", default=["vllm", "hf"]); p.add_argument("--worker", nargs=4, default=None)
     a = p.parse_args()
     if a.worker:
-        e, t, n, k, new = a.worker; worker(e, t, int(n), int(k), int(new)); sys.exit(0)
-    res = {}
-    jobs = [("vllm", "baseline", 0, 1), ("hf", "baseline", 0, 1), ("vllm", "presample", 0, 8), ("hf", "presample", a.hf_questions, 8)]
-    for engine, task, n, k in jobs:
-        key = f"{task}_{engine}"
-        if engine == "vllm" and a.from_runs and (r := from_run(a.from_runs, task)): res[key] = r; print(key, r, flush=True); continue
-        pr = subprocess.run([sys.executable, __file__, "--worker", engine, task, str(n), str(k), str(a.new)], capture_output=True, text=True, timeout=1500)
-        line = [l for l in pr.stdout.splitlines() if l.startswith("PRESAMPLE_RESULT ")]
-        res[key] = json.loads(line[0].split(" ", 1)[1]) if line and pr.returncode == 0 else dict(error=(pr.stderr or pr.stdout)[-2000:])
-        print(key, res[key] if "error" not in res[key] else res[key]["error"][-800:], flush=True)
+        e, tasks, new, preset = a.worker; worker(e, json.loads(tasks), int(new), preset); sys.exit(0)
+    signal.signal(signal.SIGTERM, stop); signal.signal(signal.SIGINT, stop)
+    T0 = time.perf_counter(); out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
+    res = dict(workers={}, goal_tokens_per_s=100_000)
+    def save():
+        tmp = out/".presample_full.json.tmp"; tmp.write_text(json.dumps(res, indent=2)); os.replace(tmp, out/"presample_full.json")
+    # the short tasks first: on the H200 the full seeded vLLM presample ran past 310 s in both engine modes and took the
+    # baseline and the unseeded subset queued behind it down with it
+    plan = dict(vllm=[dict(task="baseline", n=a.test_questions, k=1), dict(task="presample", n=a.unseeded_questions, k=8, seeded=False),
+                      dict(task="presample", n=a.questions, k=8)],
+                hf=[dict(task="presample", n=a.hf_questions, k=8), dict(task="baseline", n=a.test_questions, k=1)])
+    for engine in a.engines:
+        tasks = plan[engine]
+        if engine == "vllm" and a.from_runs:
+            got = {t: r for t in ("presample", "baseline") if (r := from_run(a.from_runs, t))}
+            for t, r in got.items(): res[f"{t}_vllm"] = r
+            tasks = [t for t in tasks if t["task"] not in got or not t.get("seeded", True)]
+        left = a.budget - (time.perf_counter() - T0)
+        limit = left - (a.hf_reserve if engine == "vllm" and "hf" in a.engines[a.engines.index(engine):] else 0)
+        rows, info, proc = run_worker(engine, tasks, a.new, a.preset, limit, out/f"presample_{engine}.log")
+        res["workers"][engine] = dict(proc, info=info, tasks=tasks, done=len(rows))
+        for r in rows: res[key(r)] = r; print(key(r), r, flush=True)
+        if len(rows) < len(tasks):
+            print(f"{engine}: {len(rows)} of {len(tasks)} tasks done (rc {proc['rc']}, {proc['seconds']} s, "
+                  f"{'cut off at its ' + str(proc['limit_s']) + ' s limit' if proc['timed_out'] else 'failed'})", flush=True)
+            if proc["tail"]: print(proc["tail"][-800:], flush=True)
+        save()
     for task in ("baseline", "presample"):
         v, h = res.get(f"{task}_vllm", {}), res.get(f"{task}_hf", {})
         if "tokens_per_s" in v and "tokens_per_s" in h:
-            res[f"{task}_vllm_over_hf"] = v["tokens_per_s"] / h["tokens_per_s"]
+            res[f"{task}_vllm_over_hf"] = round(v["tokens_per_s"] / h["tokens_per_s"], 3)
             print(f"{task}: vLLM {v['tokens_per_s']:.0f} tok/s, HF fast path {h['tokens_per_s']:.0f} tok/s: vLLM {res[f'{task}_vllm_over_hf']:.2f}x")
-    if "tokens_per_s" in res.get("presample_hf", {}):
-        h = res["presample_hf"]; res["presample_hf"]["full_size_seconds_at_this_rate"] = 7473 * 8 * a.new / h["tokens_per_s"]
-    import torch, importlib.metadata as md
-    res.update(device=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu", goal_tokens_per_s=100_000,
-               versions={n: md.version(n) for n in ("torch", "transformers", "vllm") if __import__("importlib").util.find_spec(n)})
-    Path(a.out).mkdir(parents=True, exist_ok=True); (Path(a.out)/"presample_full.json").write_text(json.dumps(res, indent=2))
-    print(json.dumps(res, indent=2))
+    for k in ("presample_hf", "presample_vllm_unseeded"):
+        if "tokens_per_s" in res.get(k, {}): res[k]["full_size_seconds_at_this_rate"] = round(7473 * 8 * a.new / res[k]["tokens_per_s"], 1)
+    if "tokens_per_s" in res.get("presample_vllm", {}) and "tokens_per_s" in res.get("presample_vllm_unseeded", {}):
+        res["presample_vllm_unseeded_over_seeded"] = round(res["presample_vllm_unseeded"]["tokens_per_s"] / res["presample_vllm"]["tokens_per_s"], 3)
+    import torch, importlib.util, importlib.metadata as md
+    res.update(device=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu", preset=a.preset,
+               versions={})
+    for n in ("torch", "transformers", "vllm"):
+        try: res["versions"][n] = md.version(n)
+        except Exception: pass
+    save(); print(json.dumps({k: v for k, v in res.items() if k != "workers"}, indent=2))

@@ -22,11 +22,17 @@ if __name__ == "__main__" and "--vllm-worker" in sys.argv:                      
     g = VLLMGenerator(path, tok, dtype="bfloat16", gpu_memory_utilization=0.5, max_model_len=2048)
     g.generate(prompts[:8], n=1, temperature=1.0, max_new_tokens=16, seed=0)                          # warm-up
     out = {}
-    for B in batches:
-        best = min((g.generate(prompts[:B], n=1, temperature=1.0, max_new_tokens=new, seed=r) for r in range(2)), key=lambda x: x.seconds)
-        out[f"batch_{B}"] = dict(tok_s=best.tokens_per_s, tokens=best.n_tokens, s=best.seconds)
-    best = min((g.generate(prompts[:16], n=8, temperature=1.0, max_new_tokens=new, seed=r) for r in range(2)), key=lambda x: x.seconds)
-    out["16x8"] = dict(tok_s=best.tokens_per_s, tokens=best.n_tokens, s=best.seconds)
+    try: out["max_num_seqs"] = g.llm.llm_engine.vllm_config.scheduler_config.max_num_seqs
+    except Exception: pass
+    # seeded (a seed per request, as the chapters call it: vLLM then draws each sequence's noise with its own generator,
+    # one kernel per sequence per step) and unseeded (one draw for the whole batch)
+    for tag, seed in (("", lambda r: r), ("_unseeded", lambda r: None)):
+        for B in batches:
+            best = min((g.generate(prompts[:B], n=1, temperature=1.0, max_new_tokens=new, seed=seed(r)) for r in range(2)), key=lambda x: x.seconds)
+            out[f"batch_{B}{tag}"] = dict(tok_s=best.tokens_per_s, tokens=best.n_tokens, s=best.seconds)
+        best = min((g.generate(prompts[:16], n=8, temperature=1.0, max_new_tokens=new, seed=seed(r)) for r in range(2)), key=lambda x: x.seconds)
+        out[f"16x8{tag}"] = dict(tok_s=best.tokens_per_s, tokens=best.n_tokens, s=best.seconds)
+        print(f"{mode}{tag}: " + ", ".join(f"{k} {v['tok_s']:.0f} tok/s" for k, v in out.items() if isinstance(v, dict)), flush=True)
     if mode == "in_process":                             # where the time goes: GPU kernels against the wall clock
         from torch.profiler import profile, ProfilerActivity
         B = min(batches)
@@ -46,11 +52,13 @@ from mathworklog.data import load_gsm8k, render_prompt
 from mathworklog.evaluate import HFGenerator, stop_ids
 
 a = args(__doc__, batches=dict(type=int, nargs="+", default=[64, 512]), new=dict(type=int, default=256),
-         greedy_tokens=dict(type=int, default=64), profile_steps=dict(type=int, default=16))
+         greedy_tokens=dict(type=int, default=64), profile_steps=dict(type=int, default=16),
+         vllm_only=dict(action="store_true", help="only the vLLM rows; the HF rows (for the ratios) from --hf-from"),
+         hf_from=dict(default=None, help="a rollout_throughput.json whose HF rows the vLLM rows are compared with"))
 dev = device(); tok = load_tokenizer(); tok.padding_side = "left"
 path = model_path("shaped" if a.preset == "gpu" else "tiny", tok, a.preset)
 load = lambda dtype: AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(dev).eval()
-model = load(torch.bfloat16 if dev == "cuda" else torch.float32)
+model = None if a.vllm_only else load(torch.bfloat16 if dev == "cuda" else torch.float32)
 prompts = [render_prompt(tok, q["question"]) for q in load_gsm8k("test", n=max(a.batches))]
 stops = torch.tensor(stop_ids(tok) + [tok.pad_token_id], device=dev)
 
@@ -75,7 +83,11 @@ def profile(fast, enc, steps):
                 top_kernels=[(e.key[:80], round(e.self_device_time_total / 1e3 / steps, 3), e.count) for e in top])
 
 res = {}
-for B in a.batches:
+if a.vllm_only:                                                  # the HF rows of an earlier run (said so in the output)
+    prev = json.loads(open(a.hf_from).read()) if a.hf_from else {}
+    res = {k: v for k, v in prev.items() if k.startswith("batch_")}
+    res["hf_rows_from"] = f"{a.hf_from} (not re-measured in this run)" if a.hf_from else None
+for B in ([] if a.vllm_only else a.batches):
     enc = encode(B); plen = enc["input_ids"].shape[1]
     fast = HFGenerator(model, tok, batch_size=B, fast=True)
     plain(model, enc, 8)                                                        # warm-up
@@ -92,7 +104,7 @@ for B in a.batches:
 
 # greedy: identical outputs? fp32 shows whether the algorithm is the same; bf16 adds the kernels' rounding
 B = min(a.batches); enc = encode(B)
-for name, m in [("fp32", load(torch.float32)), ("bf16", model)] if dev == "cuda" else [("fp32", model)]:
+for name, m in [] if a.vllm_only else [("fp32", load(torch.float32)), ("bf16", model)] if dev == "cuda" else [("fp32", model)]:
     g_plain = plain(m, enc, a.greedy_tokens, sample=False)
     g_fast = HFGenerator(m, tok, batch_size=B, fast=True)._generate(enc, 1, 0.0, a.greedy_tokens)
     same = [torch.equal(x, y) for x, y in zip(g_plain, g_fast)]
@@ -110,9 +122,12 @@ if dev == "cuda" and vllm_available():
         line = [l for l in p.stdout.splitlines() if l.startswith("VLLM_RESULT ")]
         if p.returncode or not line: res[f"vllm_{mode}"] = dict(error=(p.stderr or p.stdout)[-2000:]); print(f"vLLM {mode} failed:", p.stderr[-1500:]); continue
         r = res[f"vllm_{mode}"] = json.loads(line[0].split(" ", 1)[1])
-        for B in a.batches: r[f"batch_{B}"]["vs_fast"] = r[f"batch_{B}"]["tok_s"] / res[f"batch_{B}"]["fast_tok_s"]
+        for B in a.batches:
+            for tag in ("", "_unseeded"):
+                if "fast_tok_s" in res.get(f"batch_{B}", {}) and f"batch_{B}{tag}" in r:
+                    r[f"batch_{B}{tag}"]["vs_fast"] = r[f"batch_{B}{tag}"]["tok_s"] / res[f"batch_{B}"]["fast_tok_s"]
         save(a, "rollout_throughput", res, quiet=True)
-        print(f"vLLM {vllm.__version__} {mode}: " + ", ".join(f"{k} {v['tok_s']:.0f} tok/s" for k, v in r.items() if "tok_s" in v)
+        print(f"vLLM {vllm.__version__} {mode}: " + ", ".join(f"{k} {v['tok_s']:.0f} tok/s" for k, v in r.items() if isinstance(v, dict) and "tok_s" in v)
               + (f"; profile at batch {r['profile']['batch']}: {r['profile']['wall_ms_per_step']:.2f} ms/step wall, "
                  f"{r['profile']['gpu_kernel_ms_per_step']:.2f} ms on the GPU" if "profile" in r else ""), flush=True)
     res["vllm_version"] = vllm.__version__
