@@ -121,13 +121,22 @@ def measured_markdown(folder="bench/h200") -> str:
             out.append(f"| vLLM, engine {m.removeprefix('vllm_').replace('_', ' ')} | | " + ", ".join(
                 f"{k.replace('_', ' ')} {_num(v.get('tok_s'))}" for k, v in r.items() if isinstance(v, dict) and "tok_s" in v) + (" | |" if r else "not measured | |"))
         out.append("")
+    def _unfinished(r):
+        "A run that did not finish: the upper bounds on its rate that the JSON records (per engine mode), else just that."
+        b = {k.replace("_", " "): v["tokens_per_s_upper_bound"] for k, v in r.items() if isinstance(v, dict) and v.get("tokens_per_s_upper_bound")
+             and k != "second_session"}
+        if r.get("tokens_per_s_upper_bound"): b["run"] = r["tokens_per_s_upper_bound"]
+        return "did not finish" + (": " + ", ".join(f"< {_num(v)} ({k})" for k, v in b.items()) if b else "")
     p = load("presample_full")
     if p:
         out += ["| chapters at the worklog's size | engine | tokens | seconds | tok/s |", "|---|---|---|---|---|"]
         for k, label in (("baseline_vllm", "02: 1,319 × greedy"), ("baseline_hf", "02: 1,319 × greedy"), ("presample_vllm", "04: 7,473 × 8"), ("presample_hf", "04: 7,473 × 8 (subset)")):
             r = p.get(k) or {}
+            if r.get("questions"):                                 # the size that ran, where the JSON says it
+                label = f"{label.split(':')[0]}: {r['questions']:,} × {r.get('samples_per_question', 1)}" + \
+                        (" (subset)" if r["questions"] < (1319 if k.startswith("baseline") else 7473) else "")
             out.append(f"| {label} | {'vLLM' if 'vllm' in k else 'HF fast path'} | {_num(r.get('tokens'))} | {_num(r.get('seconds'), '{:.1f}')} | "
-                       + (_num(r.get("tokens_per_s")) if r.get("completed", True) else f"did not finish (< {_num(r.get('tokens_per_s_upper_bound'))})") + " |")
+                       + (_num(r.get("tokens_per_s")) if r.get("completed", True) else _unfinished(r)) + " |")
         out.append("")
     v = load("vllm_tests")
     if v:
