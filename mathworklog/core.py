@@ -14,15 +14,16 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'PRESETS', 'WORKLOG', 'LORA_RANK', 'HUB_TOKENIZER', 'QWEN2_PRETOKENIZE_REGEX',
-           'CHATML_TEMPLATE', 'Preset', 'get_preset', 'worklog', 'check_param', 'check_int', 'check_number',
-           'check_choice', 'lora_config', 'lora_scaling', 'project_root', 'runs_root', 'cache_dir', 'library_versions',
-           'git_commit', 'atomic_path', 'atomic_write_text', 'locked', 'fresh_path', 'MalformedRunError',
-           'RunRefusedError', 'Run', 'new_run', 'find_runs', 'latest_run', 'usable_run', 'resolve_run',
-           'NonFiniteRunError', 'stop_if_nan', 'cpu_threads', 'quiet', 'seed_everything', 'pick_device', 'precision',
-           'hub_reachable', 'bundled_data_dir', 'cached_dir', 'train_bpe', 'fallback_tokenizer', 'load_tokenizer',
-           'MissingResourceError', 'require_gpu', 'vocab_rows', 'random_qwen2', 'model_path', 'model_tokenizer',
-           'load_model', 'model_from', 'proc_stat', 'live_processes', 'track_tree', 'signal_pids', 'kill_tree',
-           'watchdog_main', 'free_port', 'pid_alive', 'group_alive', 'OwnedProcess', 'launch', 'launch_main']
+           'CHATML_TEMPLATE', 'SPECIAL_TOKENS', 'Preset', 'get_preset', 'worklog', 'check_param', 'check_int',
+           'check_number', 'check_choice', 'lora_config', 'lora_scaling', 'project_root', 'runs_root', 'cache_dir',
+           'library_versions', 'git_commit', 'atomic_path', 'atomic_write_text', 'locked', 'fresh_path',
+           'MalformedRunError', 'RunRefusedError', 'Run', 'new_run', 'find_runs', 'latest_run', 'usable_run',
+           'resolve_run', 'NonFiniteRunError', 'stop_if_nan', 'cpu_threads', 'quiet', 'seed_everything', 'pick_device',
+           'precision', 'hub_reachable', 'bundled_data_dir', 'cached_dir', 'train_bpe', 'fallback_tokenizer',
+           'load_tokenizer', 'MissingResourceError', 'require_gpu', 'vocab_rows', 'random_qwen2', 'model_path',
+           'model_tokenizer', 'load_model', 'model_from', 'proc_stat', 'live_processes', 'track_tree', 'signal_pids',
+           'kill_tree', 'watchdog_main', 'free_port', 'pid_alive', 'group_alive', 'OwnedProcess', 'launch',
+           'launch_main']
 
 # %% ../nbs/00_core.ipynb #90023c90
 @dataclass(frozen=True)
@@ -436,6 +437,8 @@ def cached_dir(out, build, complete=None, lock: bool = True) -> Path:
             if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)   # the loser discards its own build, never the winner's
     return out
 
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")   # Qwen2.5's: pad/bos, turn start, turn end (eos)
+
 def train_bpe(corpus: list[str], vocab_size: int, added=()):
     "A byte-level BPE built like Qwen2.5's (its pre-tokenizer regex, ChatML, eos `<|im_end|>`, pad `<|endoftext|>`) trained on `corpus`; `added` become single (non-special) tokens."
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -446,7 +449,7 @@ def train_bpe(corpus: list[str], vocab_size: int, added=()):
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
     tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=vocab_size - len(added), initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                            special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"], show_progress=False))
+                            special_tokens=list(SPECIAL_TOKENS), show_progress=False))
     if added: tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in added])
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", chat_template=CHATML_TEMPLATE,
                                    clean_up_tokenization_spaces=False)

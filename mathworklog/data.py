@@ -6,17 +6,17 @@ Docs: https://mathworklog.github.io/mathworklog/data.html.md"""
 
 # %% ../nbs/01_data.ipynb #6efba3f0
 from __future__ import annotations
-import json, os, random, re
+import functools, json, os, random, re
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from .core import bundled_data_dir, get_preset, hub_reachable, MissingResourceError
+from .core import SPECIAL_TOKENS, bundled_data_dir, get_preset, hub_reachable, MissingResourceError
 
 # %% auto #0
-__all__ = ['TAGS', 'SYSTEM_PROMPT', 'NUM_RE', 'SPECIAL_TOKENS', 'make_prompt', 'render_prompt', 'parse_number', 'format_number',
-           'numbers_equal', 'reference_answer', 'numbers_in', 'distinct_numbers', 'reference_steps', 'to_tag_format',
-           'completion_text', 'between', 'solution_text', 'strict_answer', 'first_number', 'last_number',
-           'lenient_answers', 'exact_format', 'answer_value', 'checks', 'gsm8k_source', 'require_gsm8k', 'load_gsm8k',
-           'shortest', 'synthetic_gsm8k', 'prepare', 'tokenizer_corpus', 'tiny_tokenizer', 'preset_tokenizer']
+__all__ = ['TAGS', 'SYSTEM_PROMPT', 'NUM_RE', 'make_prompt', 'render_prompt', 'parse_number', 'format_number', 'numbers_equal',
+           'reference_answer', 'numbers_in', 'distinct_numbers', 'reference_steps', 'to_tag_format', 'completion_text',
+           'between', 'solution_text', 'strict_answer', 'first_number', 'last_number', 'lenient_answers',
+           'exact_format', 'answer_value', 'checks', 'gsm8k_source', 'require_gsm8k', 'load_gsm8k', 'shortest',
+           'synthetic_gsm8k', 'prepare', 'tokenizer_corpus', 'tiny_tokenizer', 'preset_tokenizer']
 
 # %% ../nbs/01_data.ipynb #1637bc52
 TAGS = ("<start_working_out>", "<end_working_out>", "<SOLUTION>", "</SOLUTION>")
@@ -273,25 +273,30 @@ def prepare(rows: list[dict]) -> list[dict]:
     return out
 
 # %% ../nbs/01_data.ipynb #98cc02e9
-SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
-
 def tokenizer_corpus(rows: list[dict]) -> list[str]:
     "Training text for a small tokenizer: questions and tag-format references, cut at the tags and special tokens (those are added tokens)."
     cut = re.compile("(" + "|".join(re.escape(t) for t in (*TAGS, *SPECIAL_TOKENS)) + ")")
     texts = [r["question"] for r in rows] + [r["reference"] for r in prepare(rows)] + ["system\n", "user\n", "assistant\n"]
     return [p for t in texts for p in cut.split(t) if p and p not in TAGS and p not in SPECIAL_TOKENS]
 
-def tiny_tokenizer(vocab_size: int = 1024, source: str|None = None):
-    "A byte-level BPE of `vocab_size` tokens trained on GSM8K's train split (from `source`), the tags and the system prompt as added tokens; cached."
+@functools.lru_cache(maxsize=None)
+def _tiny_tokenizer_dir(vocab_size: int, source: str, cache: str) -> Path:
+    "The cached tokenizer folder for this text and size: built once per cache, its key found once per process."
     import hashlib
-    from transformers import AutoTokenizer
-    from mathworklog.core import cache_dir, cached_dir, train_bpe
+    from mathworklog.core import cached_dir, train_bpe
     corpus = tokenizer_corpus(load_gsm8k("train", source))
     key = hashlib.sha1(json.dumps([vocab_size, SYSTEM_PROMPT, TAGS, corpus]).encode()).hexdigest()[:10]
     def build(tmp):
         tok = train_bpe(corpus, vocab_size, added=(*TAGS, SYSTEM_PROMPT)); tok.model_max_length = 1024; tok.save_pretrained(tmp)
-    out = cached_dir(cache_dir()/f"tiny-tokenizer-{key}", build, lambda p: (p/"tokenizer.json").exists())
-    tok = AutoTokenizer.from_pretrained(out); tok.padding_side = "left"
+    return cached_dir(Path(cache)/f"tiny-tokenizer-{key}", build, lambda p: (p/"tokenizer.json").exists())
+
+def tiny_tokenizer(vocab_size: int = 1024, source: str|None = None):
+    "A byte-level BPE of `vocab_size` tokens trained on GSM8K's train split (from `source`), the tags and the system prompt as added tokens; cached."
+    from transformers import AutoTokenizer
+    from mathworklog.core import cache_dir
+    key = (vocab_size, gsm8k_source(source), str(cache_dir()))
+    if not (_tiny_tokenizer_dir(*key)/"tokenizer.json").exists(): _tiny_tokenizer_dir.cache_clear()   # the cache was emptied under us
+    tok = AutoTokenizer.from_pretrained(_tiny_tokenizer_dir(*key)); tok.padding_side = "left"
     return tok
 
 def preset_tokenizer(preset="tiny"):
