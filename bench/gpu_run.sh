@@ -21,8 +21,11 @@ finish() {                      # at most 8 files come back: one archive of ever
   tar czf "$FINAL/results-$(date +%H%M%S).tgz" -C "$W" --exclude='*.mem' . 2>/dev/null
 }
 trap finish EXIT
-python3 -c "import torch, transformers, trl, peft, datasets, vllm; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__, 'peft', peft.__version__, 'datasets', datasets.__version__, 'vllm', vllm.__version__, torch.cuda.get_device_name())" 2>&1 | tail -1 | tee "$W/versions.txt"
-grep -q "^torch" "$W/versions.txt" || { echo "the box lacks vLLM/TRL: source .v3/box.sh (or /tmp/dl/box.sh) first"; exit 1; }
+python3 -c "
+import importlib, importlib.util, torch
+v = {m: getattr(importlib.import_module(m), '__version__', '?') if importlib.util.find_spec(m) else 'absent' for m in ('torch', 'transformers', 'trl', 'peft', 'datasets', 'vllm')}
+print(' '.join(f'{k} {x}' for k, x in v.items()), torch.cuda.get_device_name())" 2>&1 | tail -1 | tee "$W/versions.txt"
+grep -q "trl [0-9]" "$W/versions.txt" || { echo "the box lacks TRL: source .v3/box.sh (or /tmp/dl/box.sh) first, or install .whlmin/ (TRL, datasets)"; exit 1; }
 
 # run NAME LIMIT CMD...: the command under a limit, its output in NAME.log, a summary line with rc, seconds and peak GPU memory
 run() {

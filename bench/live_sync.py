@@ -16,7 +16,12 @@ SERIES = {"sampling/sampling_logp_difference/mean": "sampling_logp_difference", 
 
 def arm_worker(arm, a):
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
-    import torch
+    import functools, torch
+    from mathworklog.core import free_port
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(free_port())   # arms side by side: one rendezvous each
+    if a.kv_cache_gib:       # a fixed KV cache: vLLM's memory profiling fails when arms beside it free memory meanwhile
+        import trl.generation.vllm_generation as vg
+        vg.LLM = functools.partial(vg.LLM, kv_cache_memory_bytes=int(a.kv_cache_gib * 2**30))
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
     from mathworklog.core import load_tokenizer, seed_everything
@@ -26,7 +31,24 @@ def arm_worker(arm, a):
     from mathworklog.rewards import REWARD_FUNCS
     from mathworklog.sync import (LIVE_ARMS, SyncPatch, SyncProbe, SyncProbeCallback, patch_trl_lora_sync, probe_batch,
                                   trainer_vllm_copy, use_server_transport)
+    from transformers import TrainerCallback
+    from mathworklog.sync import noise_table
     dtype, lora, fix = LIVE_ARMS[arm]
+    class Deadline(TrainerCallback):
+        "Stop training (keeping the steps so far) when the run's deadline is near."
+        def on_step_end(self, args, state, control, **kw):
+            if a.deadline and time.time() > a.deadline: control.should_training_stop = True
+    base = recording_trainer_class()
+    class NoiseRecording(base):
+        "Keep the sampled tokens' log-probs as vLLM returned them and as the trainer recomputed them, at the first and last step."
+        noise = {}
+        def _generate_and_score_completions(self, inputs):
+            out = super()._generate_and_score_completions(inputs)
+            s, o, m = out.get("sampling_per_token_logps"), out.get("old_per_token_logps"), out.get("completion_mask")
+            if s is not None and o is not None and m is not None:
+                k = m.bool(); self.noise["last"] = (s[k].float().cpu(), o[k].float().cpu(), self.state.global_step + 1)
+                self.noise.setdefault("first", self.noise["last"])
+            return out
     seed_everything(a.seed); tok = load_tokenizer(); src = dtype_view(a.start, dtype)
     recs = prepare(load_gsm8k("train", n=a.steps * a.prompts))
     ds = Dataset.from_list([dict(prompt=r["prompt"], answer=r["answer"], steps=r["steps"]) for r in recs])
@@ -36,14 +58,16 @@ def arm_worker(arm, a):
                           seed=a.seed, vllm_max_model_length=1024)
         model = AutoModelForCausalLM.from_pretrained(src, dtype=getattr(torch, dtype))
         with (patch_trl_lora_sync(fix) if fix else SyncPatch(None)):
-            tr = recording_trainer_class()(model=model, reward_funcs=REWARD_FUNCS, args=cfg, train_dataset=ds, processing_class=tok,
+            tr = NoiseRecording(model=model, reward_funcs=REWARD_FUNCS, args=cfg, train_dataset=ds, processing_class=tok,
                                            peft_config=lora_config(16) if lora else None)
             use_server_transport(tr, a.buffer_mib << 20)
             tr.add_callback(SyncProbeCallback(SyncProbe(trainer_vllm_copy(tr), *probe_batch(tok, prepare(load_gsm8k("test", n=8)), max_tokens=64))))
+            tr.add_callback(Deadline())
             t0 = time.perf_counter(); tr.train(); secs = time.perf_counter() - t0
         logs = [h for h in tr.state.log_history if "reward" in h]
         chunks = len(getattr(tr.vllm_generation, "transport_chunks", []) or [])
     out = {v: [h.get(k) for h in logs] for k, v in SERIES.items()}
+    out["noise_table"] = {k: dict(step=st, rows=noise_table(sv, ov).to_dict("records")) for k, (sv, ov, st) in tr.noise.items()}
     out |= dict(dtype=dtype, lora=lora, fix=fix, steps=len(logs), seconds=round(secs, 1), chunks=chunks, lr=a.lr if lora else a.full_lr)
     print("ARM_RESULT " + json.dumps(out))
 
@@ -51,11 +75,14 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--start", default=str(Path(os.environ.get("MATHWORKLOG_CACHE", "/tmp/mwl-cache"))/"learning-start"))
     ap.add_argument("--arms", nargs="+", default=None); ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--prompts", type=int, default=16); ap.add_argument("--gens", type=int, default=8); ap.add_argument("--new", type=int, default=256)
+    ap.add_argument("--prompts", type=int, default=8); ap.add_argument("--gens", type=int, default=8); ap.add_argument("--new", type=int, default=256)
     ap.add_argument("--lr", type=float, default=3e-5); ap.add_argument("--full-lr", type=float, default=1e-6)
-    ap.add_argument("--gpu-mem", type=float, default=0.3); ap.add_argument("--buffer-mib", type=int, default=1024)
+    ap.add_argument("--gpu-mem", type=float, default=0.15); ap.add_argument("--buffer-mib", type=int, default=1024)
     ap.add_argument("--seed", type=int, default=0); ap.add_argument("--out", default=os.environ.get("OUT", "bench/results"))
-    ap.add_argument("--worker", default=None)
+    ap.add_argument("--worker", default=None); ap.add_argument("--deadline", type=float, default=None)
+    ap.add_argument("--parallel", type=int, default=1, help="arms at once on the GPU (each its own process and vLLM engine)")
+    ap.add_argument("--kv-cache-gib", type=float, default=4, help="vLLM's KV cache per arm, fixed (0: profile)")
+    ap.add_argument("--stagger", type=float, default=0, help="seconds between the streams' starts")
     a = ap.parse_args()
     if a.worker: arm_worker(a.worker, a); sys.exit(0)
     from mathworklog.sync import LIVE_ARMS
@@ -65,14 +92,37 @@ if __name__ == "__main__":
     res = json.loads(dest.read_text()) if dest.exists() else {"arms": {}}
     ls = Path(a.out)/"learning_start.json"
     if ls.exists(): res["learning_start"] = json.loads(ls.read_text())["learning_start"]
-    for arm in a.arms or list(LIVE_ARMS):
-        argv = [sys.executable, __file__, "--worker", arm] + [x for k, v in vars(a).items() if k not in ("worker", "arms") and v is not None
-                                                              for x in (f"--{k.replace('_', '-')}", str(v))]
-        p = subprocess.run(argv, capture_output=True, text=True)
-        line = [l for l in p.stdout.splitlines() if l.startswith("ARM_RESULT ")]
-        if p.returncode or not line: print(arm, "failed:", (p.stderr or p.stdout)[-2000:], flush=True); continue
-        res["arms"][arm] = json.loads(line[0].split(" ", 1)[1])
-        s = res["arms"][arm]
-        print(f"{arm}: {s['steps']} steps in {s['seconds']} s, {s['chunks']} chunk(s); logp diff {s['sampling_logp_difference'][:1]} → "
-              f"{s['sampling_logp_difference'][-1:]}, IS ratio → {s['importance_sampling_ratio'][-1:]}, probe → {s['probe_mismatch'][-1:]}", flush=True)
-        tmp = dest.with_suffix(".tmp"); tmp.write_text(json.dumps(res, indent=2)); os.replace(tmp, dest)   # after every arm
+    import threading
+    arms = a.arms or list(LIVE_ARMS)
+    limit = float(os.environ.get("ITEM_LIMIT", 0) or 0)
+    deadline = time.time() + limit - 45 if limit else None          # leave time to report and save
+    lock, procs, stopping = threading.Lock(), [], threading.Event()
+    def stream(todo):
+        for arm in todo:
+            if stopping.is_set() or (deadline and time.time() > deadline - 60): print(arm, "not started (time)", flush=True); return
+            argv = [sys.executable, __file__, "--worker", arm] + [x for k, v in vars(a).items() if k not in ("worker", "arms", "parallel", "deadline")
+                                                                  and v is not None for x in (f"--{k.replace('_', '-')}", str(v))]
+            if deadline: argv += ["--deadline", str(deadline)]
+            log = Path(a.out)/f"live-sync-{arm}.log"
+            with open(log, "w") as f:
+                p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=f, text=True)
+                with lock: procs.append(p)
+                stdout, _ = p.communicate()
+            line = [l for l in stdout.splitlines() if l.startswith("ARM_RESULT ")]
+            if p.returncode or not line:
+                print(arm, f"failed (rc {p.returncode}); the last of {log.name}:", log.read_text()[-2500:], flush=True); return   # this stream stops
+            s = json.loads(line[0].split(" ", 1)[1])
+            with lock:
+                res["arms"][arm] = s
+                tmp = dest.with_suffix(".tmp"); tmp.write_text(json.dumps(res, indent=2)); os.replace(tmp, dest)   # after every arm
+            print(f"{arm}: {s['steps']} steps in {s['seconds']} s, {s['chunks']} chunk(s); logp diff {s['sampling_logp_difference'][:1]} → "
+                  f"{s['sampling_logp_difference'][-1:]}, IS ratio → {s['importance_sampling_ratio'][-1:]}, probe → {s['probe_mismatch'][-1:]}, "
+                  f"reward {s['reward'][:1]} → {s['reward'][-1:]}", flush=True)
+    def stop(*_):
+        stopping.set()
+        for p in procs: p.kill()
+        sys.exit(1)
+    import signal; signal.signal(signal.SIGTERM, stop)
+    threads = [threading.Thread(target=stream, args=(arms[i::a.parallel],)) for i in range(a.parallel)]
+    for i, t in enumerate(threads): t.start(); time.sleep(a.stagger if i < len(threads) - 1 else 0)
+    for t in threads: t.join()
