@@ -9,6 +9,8 @@
 # $DEADLINE seconds so that what ran comes back; peak GPU memory per item is sampled with nvidia-smi every 0.5 s.
 # Items: vllm-tests | bench:NAME[:ARGS] | nb:NOTEBOOK[:k=v,k=v] | presample-full[:ARGS] | sync-repro | live-sync[:ARMS[:ARGS]],
 # each optionally followed by @SECONDS (its time limit); ARGS and ARMS are comma-separated.
+# The gpu preset's student is the learning start (core.learned_start): on a fresh box run bench:learning_start first
+# (about 4 minutes; TRL alone suffices, so it can run in the call that carries .v1 with .whlmin/ installed).
 # Each item's command sees its limit in $ITEM_LIMIT. Everything an item prints goes to $OUT/<item>.log; results (JSON, executed notebooks) to $OUT; a summary last.
 set -o pipefail
 FINAL=${OUT:-/tmp/out}; W=/tmp/work; mkdir -p "$W" "$FINAL"; T0=$(date +%s); DEADLINE=${DEADLINE:-570}

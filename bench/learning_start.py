@@ -42,7 +42,8 @@ class FormatCurve(TrainerCallback):
 
 def learning_start(out_dir, model_out, lr=3e-4, batch=32, max_steps=3000, every=150, budget_s=420, heldout=64, max_new_tokens=320, seed=0,
                    preset="gpu", n_train=None):
-    from mathworklog.core import load_tokenizer, model_path, new_run
+    from mathworklog.core import cache_dir, load_tokenizer, model_path, new_run
+    model_out = Path(model_out) if model_out else cache_dir()/"learning-start"
     from mathworklog.data import load_gsm8k, prepare
     from mathworklog.sft import train_sft
     tok = load_tokenizer(); base = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
@@ -59,8 +60,10 @@ def learning_start(out_dir, model_out, lr=3e-4, batch=32, max_steps=3000, every=
                heldout_curve=cb.curve, loss_curve=cb.losses, run_id=run.id)
     if res.get("model_dir"):
         import shutil
-        if Path(model_out).exists(): shutil.rmtree(model_out)
-        shutil.copytree(res["model_dir"], model_out)
+        tmp = model_out.with_name(model_out.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True); shutil.copytree(res["model_dir"], tmp)
+        if model_out.exists(): shutil.rmtree(model_out)
+        os.replace(tmp, model_out)                                # never a half-copied start where learned_start looks
         out["learning_start"]["model_dir"] = str(model_out)
     Path(out_dir).mkdir(parents=True, exist_ok=True); (Path(out_dir)/"learning_start.json").write_text(json.dumps(out, indent=2))
     return out
@@ -68,7 +71,7 @@ def learning_start(out_dir, model_out, lr=3e-4, batch=32, max_steps=3000, every=
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/results"))
-    ap.add_argument("--model-out", default=str(Path(os.environ.get("MATHWORKLOG_CACHE", "/tmp/mwl-cache"))/"learning-start"))
+    ap.add_argument("--model-out", default=None, help="default: where `core.learned_start` looks ($MATHWORKLOG_CACHE/learning-start)")
     ap.add_argument("--lr", type=float, default=3e-4); ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--max-steps", type=int, default=3000); ap.add_argument("--every", type=int, default=150)
     ap.add_argument("--budget-s", type=float, default=420); ap.add_argument("--seed", type=int, default=0)

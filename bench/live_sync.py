@@ -73,7 +73,7 @@ def arm_worker(arm, a):
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--start", default=str(Path(os.environ.get("MATHWORKLOG_CACHE", "/tmp/mwl-cache"))/"learning-start"))
+    ap.add_argument("--start", default=None, help="default: the learning start (`core.learned_start`)")
     ap.add_argument("--arms", nargs="+", default=None); ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--prompts", type=int, default=8); ap.add_argument("--gens", type=int, default=8); ap.add_argument("--new", type=int, default=256)
     ap.add_argument("--lr", type=float, default=3e-5); ap.add_argument("--full-lr", type=float, default=1e-6)
@@ -86,8 +86,10 @@ if __name__ == "__main__":
     a = ap.parse_args()
     if a.worker: arm_worker(a.worker, a); sys.exit(0)
     from mathworklog.sync import LIVE_ARMS
-    if not (Path(a.start)/"config.json").exists():
-        sys.exit(f"no learning start at {a.start}: run bench/learning_start.py first (it writes the model there)")
+    from mathworklog.core import MissingResourceError, learned_start
+    try: a.start = a.start or learned_start()
+    except MissingResourceError as e: sys.exit(str(e))
+    if not (Path(a.start)/"config.json").exists(): sys.exit(f"no model at {a.start}")
     dest = Path(a.out)/"live_sync.json"; dest.parent.mkdir(parents=True, exist_ok=True)
     res = json.loads(dest.read_text()) if dest.exists() else {"arms": {}}
     ls = Path(a.out)/"learning_start.json"

@@ -21,16 +21,16 @@ __all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'PRESETS', 'WORKLOG', 'LORA_RANK', 'H
            'resolve_run', 'NonFiniteRunError', 'stop_if_nan', 'cpu_threads', 'quiet', 'seed_everything', 'pick_device',
            'precision', 'hub_reachable', 'bundled_data_dir', 'cached_dir', 'train_bpe', 'fallback_tokenizer',
            'load_tokenizer', 'MissingResourceError', 'require_gpu', 'vocab_rows', 'random_qwen2', 'model_path',
-           'model_tokenizer', 'load_model', 'model_from', 'proc_stat', 'live_processes', 'track_tree', 'signal_pids',
-           'kill_tree', 'watchdog_main', 'free_port', 'pid_alive', 'group_alive', 'OwnedProcess', 'launch',
-           'launch_main']
+           'learned_start', 'model_tokenizer', 'load_model', 'model_from', 'proc_stat', 'live_processes', 'track_tree',
+           'signal_pids', 'kill_tree', 'watchdog_main', 'free_port', 'pid_alive', 'group_alive', 'OwnedProcess',
+           'launch', 'launch_main']
 
 # %% ../nbs/00_core.ipynb #90023c90
 @dataclass(frozen=True)
 class Preset:
     "All the sizes a chapter needs; only the numbers differ between presets."
     name: str
-    model: str                      # 'tiny', 'shaped' or a hub id / local path
+    model: str                      # 'tiny', 'shaped', 'shaped-learned' or a hub id / local path
     teacher: str                    # same convention, for on-policy distillation
     n_train: int|None               # training questions (None = all 7,473)
     n_test: int|None                # test questions (None = all 1,319)
@@ -70,7 +70,7 @@ PRESETS = {
                    grpo_prompts=8, num_generations=4, lora_r=16, eval_every=15, eval_k=2, save_every=10,
                    tiny_dims=TINY_DIMS, vocab_size=1024, shortest=True, sft_questions=256, grpo_lr=5e-3,
                    grpo_max_new_tokens=40),
-    "gpu": Preset("gpu", model="shaped", teacher="shaped-teacher", n_train=32, n_test=32, k=4, max_new_tokens=128,
+    "gpu": Preset("gpu", model="shaped-learned", teacher="shaped-teacher", n_train=32, n_test=32, k=4, max_new_tokens=128,
                   gen_batch=128, sft_steps=6, sft_lr=2e-5, sft_batch=8, opd_steps=3, opd_lr=1e-6, grpo_steps=3,
                   grpo_prompts=8, num_generations=8, lora_r=16, eval_every=2, eval_k=2, save_every=1,
                   tiny_dims=QWEN25_05B_DIMS),
@@ -516,9 +516,10 @@ def random_qwen2(tokenizer, dims: dict, seed: int = 0, extra_rows: int = 0, name
 
 # %% ../nbs/00_core.ipynb #18f4e03f
 def model_path(spec: str, tokenizer=None, preset: str|Preset = "tiny") -> str:
-    "Resolve a preset model name ('tiny', 'shaped', '...-teacher') or a hub id/local path to a loadable path."
+    "Resolve a preset model name ('tiny', 'shaped', 'shaped-learned', '...-teacher') or a hub id/local path to a loadable path."
     p = get_preset(preset)
     require_gpu(p)
+    if spec == "shaped-learned": return learned_start()
     if spec in ("tiny", "shaped", "tiny-teacher", "shaped-teacher"):
         if tokenizer is None and p.vocab_size:
             raise ValueError(f"preset {p.name!r} builds its model over its own tokenizer: pass "
@@ -536,6 +537,15 @@ def model_path(spec: str, tokenizer=None, preset: str|Preset = "tiny") -> str:
         f"Model {spec!r} is not here: it is not a local folder and the Hugging Face hub is unreachable. Either "
         f"(1) give the hub access (`huggingface-cli download {spec}` once, then it loads from the cache), or "
         f"(2) pass a local folder as the `model` parameter (or put it under $MATHWORKLOG_MODEL_DIR/{spec}).")
+
+def learned_start() -> str:
+    "The gpu preset's student: the 0.5B shape trained from random init until it keeps the format (`bench/learning_start.py`)."
+    d = cache_dir()/"learning-start"
+    if (d/"config.json").exists(): return str(d)
+    raise MissingResourceError(
+        f"The gpu preset's student, the learning start, is not at {d}. Train it once per machine (seeded: every machine "
+        "gets the same model): `python bench/learning_start.py --preset gpu` (chapter 05's SFT from random init, 600 steps, "
+        "about 4 minutes on an H200), or pass a model folder as the `model` parameter.")
 
 def model_tokenizer(path):
     "The tokenizer saved with a model (a folder with `tokenizer_config.json`, or a hub id); else `load_tokenizer()`."
