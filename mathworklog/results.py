@@ -97,7 +97,7 @@ def _num(v, fmt="{:,.0f}"):
     return "not measured" if v is None else fmt.format(v)
 
 def measured_markdown(folder="bench/h200") -> str:
-    "Markdown tables of the GPU benchmarks in `folder` (grpo_step, rollout_throughput, presample_full, vllm_tests, logprob_memory)."
+    "Markdown tables of the GPU benchmarks in `folder` (grpo_step, rollout_throughput, presample_full, vllm_tests, learning_start, logprob_memory)."
     d = Path(folder); load = lambda n: json.loads((d/f"{n}.json").read_text()) if (d/f"{n}.json").exists() else {}
     out = []
     g = load("grpo_step")
@@ -147,6 +147,14 @@ def measured_markdown(folder="bench/h200") -> str:
                 f"the sync bug in a real engine (fp32, 1 GiB buffer): {s.get('unpatched', {}).get('stuck', '?')} of {s.get('unpatched', {}).get('of', '?')} "
                 f"LoRA matrices arrive as base weights unpatched, {s.get('clone', {}).get('stuck', '?')} with the clone fix, "
                 f"{s.get('out_of_place', {}).get('stuck', '?')} out of place.", ""]
+    ls = load("learning_start").get("learning_start")
+    if ls:
+        curve = load("learning_start").get("heldout_curve") or []
+        out += [f"Learning start (the gpu preset's student): the 0.5B shape from random init through chapter 05's SFT, lr {ls['lr']:g}, batch {ls['batch']}: "
+                f"loss {ls['first_loss']:.2f} → {ls['last_loss']:.2f}; held-out greedy `format_check` (64 test questions) "
+                + " → ".join(f"{c['format_check']:.2f}" for c in curve) + f" at steps " + ", ".join(str(c["step"]) for c in curve)
+                + f"; `tag_check` {ls.get('tag_check', float('nan')):.2f}; {ls['steps']} steps in {ls['seconds']:.0f} s"
+                + (" (target 0.8 / 0.4 reached)." if ls.get("reached_at_step") else " (target not reached)."), ""]
     m = load("logprob_memory")
     if m:
         out.append(f"Per-token log-probs + backward, 8 × 2,048 tokens × 151,936 rows: full fp32 logits {_num(m.get('full_fp32_logits', {}).get('peak_gib'), '{:.1f}')} GiB peak, "

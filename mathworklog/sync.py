@@ -13,14 +13,15 @@ import pandas as pd
 import torch
 
 # %% auto #0
-__all__ = ['SYNC_FIXES', 'QWEN3_06B_DIMS', 'NOISE_BANDS', 'LIVE_ARMS', 'LIVE_SERIES', 'trl_generation_for', 'trl_named_params',
-           'Chunk', 'standin_pack_tensors', 'vllm_pack_tensors', 'receive', 'LoopbackGroup', 'cpu_streams',
-           'weight_metadata', 'vllm_transport', 'receive_through_vllm', 'sync_path_affected', 'SyncPatch',
-           'lora_inference_weight', 'patch_trl_lora_sync', 'is_patched', 'trl_original_iter', 'reference_weights',
-           'arrival_table', 'tiny_lora_model', 'stale_tail_bytes', 'bf16_survival', 'merge_unmerge_drift', 'sync_drift',
-           'meta_model', 'stuck_layers', 'token_logprobs', 'LocalCopy', 'vllm_engine_model', 'vllm_hf_weights',
-           'VLLMCopy', 'probe_batch', 'SyncProbe', 'SyncProbeCallback', 'trainer_vllm_copy', 'use_server_transport',
-           'simulate', 'noise_table', 'plot_live_sync']
+__all__ = ['SYNC_FIXES', 'QWEN3_06B_DIMS', 'NOISE_BANDS', 'LIVE_ARMS', 'LIVE_SERIES', 'LIVE_COLUMNS', 'trl_generation_for',
+           'trl_named_params', 'Chunk', 'standin_pack_tensors', 'vllm_pack_tensors', 'receive', 'LoopbackGroup',
+           'cpu_streams', 'weight_metadata', 'vllm_transport', 'receive_through_vllm', 'sync_path_affected',
+           'SyncPatch', 'lora_inference_weight', 'patch_trl_lora_sync', 'is_patched', 'trl_original_iter',
+           'reference_weights', 'arrival_table', 'tiny_lora_model', 'stale_tail_bytes', 'bf16_survival',
+           'merge_unmerge_drift', 'sync_drift', 'meta_model', 'stuck_layers', 'token_logprobs', 'LocalCopy',
+           'vllm_engine_model', 'vllm_hf_weights', 'VLLMCopy', 'probe_batch', 'SyncProbe', 'SyncProbeCallback',
+           'trainer_vllm_copy', 'use_server_transport', 'simulate', 'noise_table', 'plot_live_sync', 'live_sync_table',
+           'live_noise_table']
 
 # %% ../nbs/08_sync_bug.ipynb #66f22fe6
 def trl_generation_for(model):
@@ -519,3 +520,20 @@ def plot_live_sync(path, reference: dict|None = None):
         for step, v, label in (reference or {}).get(key, []): ax.plot([step], [v], "k*", ms=10); ax.annotate(label, (step, v), fontsize=7)
         ax.set(title=title, xlabel="step"); ax.title.set_fontsize(9)
     axes[0].legend(fontsize=7); fig.tight_layout(); return fig
+
+# %% ../nbs/08_sync_bug.ipynb #a36a121a
+LIVE_COLUMNS = ("sampling_logp_difference", "importance_sampling_ratio", "probe_mismatch", "trainer_drift", "vllm_drift", "reward")
+
+def live_sync_table(path, steps=(1, 10, 20)) -> pd.DataFrame:
+    "Every arm of `live_sync.json` at `steps` and its last step: the sync figures and the reward."
+    arms, rows = json.loads(Path(path).read_text()).get("arms", {}), []
+    for arm, s in arms.items():
+        n = s.get("steps") or len(s.get("reward") or [])
+        for st in sorted({x for x in steps if x <= n} | ({n} if n else set())):
+            rows.append(dict(arm=arm, step=st, **{c: (s.get(c) or [None] * n)[st - 1] for c in LIVE_COLUMNS}))
+    return pd.DataFrame(rows)
+
+def live_noise_table(path, arm: str, when: str = "first") -> pd.DataFrame:
+    "The noise table an arm recorded (`first` or `last` step): |log p_vLLM − log p_trainer| by the sampled token's probability band."
+    nt = json.loads(Path(path).read_text())["arms"][arm]["noise_table"][when]
+    return pd.DataFrame(nt["rows"]).assign(step=nt["step"])
