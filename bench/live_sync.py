@@ -16,6 +16,7 @@ SERIES = {"sampling/sampling_logp_difference/mean": "sampling_logp_difference", 
 
 def arm_worker(arm, a):
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+    os.environ.setdefault("VLLM_DISABLE_COMPILE_CACHE", "1")     # arms compile side by side: none reads or writes a shared cache
     import functools, torch
     from mathworklog.core import free_port
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(free_port())   # arms side by side: one rendezvous each

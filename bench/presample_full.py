@@ -5,9 +5,11 @@ A random model never stops early, so every sample runs to the cap (256 new token
 matters is sampled tokens per second.
 Each engine runs in its own process (one per engine, its tasks in order, a result line after each, so a run cut off
 by its time budget keeps what it measured); the vLLM engine core runs in its own process too (vLLM's default, spawned).
-vLLM, in this order: chapter 02's greedy baseline, the presample of a subset without seeds (vLLM then samples the
-whole batch at once instead of one seeded generator per sequence per step), and the full presample as chapter 04 calls
-it (one `generate` of all 59,784 samples, a seed per question, which vLLM turns into a seed per sample). HF fast path: the presample
+vLLM, in this order: chapter 02's greedy baseline, the full presample as chapter 04 calls it (one `generate` of all
+59,784 samples drawn from the engine's seeded generator), and a subset with a seed per question (`request_seeds`: vLLM
+0.26 then draws each seeded row's noise in a Python loop, one kernel per row per step). `--vllm-kw` (JSON) goes to
+vLLM's `LLM`; by default CUDA graphs are captured up to 1,024 rows (vLLM's default stops at 512 while it schedules up
+to 1,024 sequences at once on an H200). HF fast path: the presample
 of a subset (`--hf-questions`, reported at its measured rate and extrapolated), then the baseline if time is left.
 `--from-runs` reads the vLLM rows from the runs the chapters' notebooks wrote instead (so the full presample is not
 sampled twice in one lease). Seconds are wall time around `generate` (tokenising and decoding included);
@@ -15,7 +17,7 @@ sampled twice in one lease). Seconds are wall time around `generate` (tokenising
 import json, os, signal, subprocess, sys, time
 from pathlib import Path
 
-def worker(engine, tasks, new, preset):
+def worker(engine, tasks, new, preset, vllm_kw=None):
     "One engine, its tasks in order, in this process; prints a timing line after each task."
     import torch
     from mathworklog.core import load_tokenizer, model_path
@@ -23,13 +25,14 @@ def worker(engine, tasks, new, preset):
     from mathworklog.evaluate import make_generator
     tok = load_tokenizer(); path = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
     t0 = time.perf_counter()
-    g = make_generator(path, tok, engine, batch_size=512, dtype="bfloat16" if torch.cuda.is_available() else "float32")
+    g = make_generator(path, tok, engine, batch_size=512, dtype="bfloat16" if torch.cuda.is_available() else "float32",
+                       **((vllm_kw or {}) if engine == "vllm" else {}))
     start = time.perf_counter() - t0
     info = dict(engine=type(g).__name__, engine_start_s=round(start, 1))
     if engine == "vllm":
         try:
             sc = g.llm.llm_engine.vllm_config.scheduler_config
-            info.update(in_process=g.in_process, max_num_seqs=sc.max_num_seqs, max_num_batched_tokens=sc.max_num_batched_tokens,
+            info.update(in_process=g.in_process, vllm_kw=vllm_kw, max_num_seqs=sc.max_num_seqs, max_num_batched_tokens=sc.max_num_batched_tokens,
                         mp_method=os.environ.get("VLLM_WORKER_MULTIPROC_METHOD"))
         except Exception as e: info["config_error"] = repr(e)[:200]
         t0 = time.perf_counter(); g.generate(["Hello"] * 8, n=2, temperature=1.0, max_new_tokens=16, seed=0)          # warm-up
@@ -37,6 +40,7 @@ def worker(engine, tasks, new, preset):
     print("PRESAMPLE_INFO " + json.dumps(info), flush=True)
     for t in tasks:
         task, n, k, seeded = t["task"], t.get("n") or None, t["k"], t.get("seeded", True)
+        if engine == "vllm": g.request_seeds = t.get("request_seeds", False)
         recs = prepare(load_gsm8k("test" if task == "baseline" else "train", n=n))
         prompts = [render_prompt(tok, r["question"]) for r in recs]
         temp = 1.0 if task == "presample" else 0.0
@@ -49,6 +53,7 @@ def worker(engine, tasks, new, preset):
         out = g.generate(prompts, n=k, temperature=temp, max_new_tokens=new, seed=0 if seeded else None)
         secs = time.perf_counter() - t0
         r = dict(info, task=task, questions=len(prompts), samples_per_question=k, max_new_tokens=new, seeded=seeded,
+                 request_seeds=t.get("request_seeds", False),
                  greedy=temp == 0, tokens=out.n_tokens, seconds=round(secs, 2), engine_seconds=round(out.seconds, 2),
                  tokens_per_s=round(out.n_tokens / secs), engine_tokens_per_s=round(out.n_tokens / out.seconds))
         if engine == "hf":
@@ -65,10 +70,10 @@ def stop(signum, frame):
         except ProcessLookupError: pass
     sys.exit(128 + signum)
 
-def run_worker(engine, tasks, new, preset, limit, log):
+def run_worker(engine, tasks, new, preset, limit, log, vllm_kw=None):
     "A worker process (its own session, so that vLLM's engine process dies with it) for at most `limit` seconds; its results."
     with open(log, "w") as f:
-        p = subprocess.Popen([sys.executable, __file__, "--worker", engine, json.dumps(tasks), str(new), preset],
+        p = subprocess.Popen([sys.executable, __file__, "--worker", engine, json.dumps(tasks), str(new), preset, json.dumps(vllm_kw)],
                              stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
         CURRENT[:] = [p]
         t0 = time.perf_counter(); timed_out = False
@@ -99,7 +104,7 @@ def from_run(runs, chapter, backend="VLLMGenerator"):
     return sorted(cands)[-1][1] if cands else None
 
 def key(r):
-    return f"{r['task']}_{'vllm' if r['engine'] == 'VLLMGenerator' else 'hf'}" + ("" if r["seeded"] else "_unseeded")
+    return f"{r['task']}_{'vllm' if r['engine'] == 'VLLMGenerator' else 'hf'}" + ("_request_seeds" if r.get("request_seeds") else "")
 
 if __name__ == "__main__":
     import argparse
@@ -109,14 +114,16 @@ if __name__ == "__main__":
     p.add_argument("--from-runs", default=None, help="read the vLLM rows from these chapter runs instead of sampling again")
     p.add_argument("--questions", type=int, default=0, help="presample questions for vLLM (0: all 7,473)")
     p.add_argument("--test-questions", type=int, default=0, help="baseline questions (0: all 1,319)")
-    p.add_argument("--hf-questions", type=int, default=1024); p.add_argument("--unseeded-questions", type=int, default=1024)
+    p.add_argument("--hf-questions", type=int, default=1024)
+    p.add_argument("--seeded-questions", type=int, default=1024, help="vLLM presample subset with a seed per question")
+    p.add_argument("--vllm-kw", type=json.loads, default={"compilation_config": {"max_cudagraph_capture_size": 1024}})
     p.add_argument("--budget", type=float, default=float(os.environ["ITEM_LIMIT"]) - 20 if os.environ.get("ITEM_LIMIT") else 480,
                    help="seconds for all workers (default: gpu_run.sh's item limit less 20 s)")
     p.add_argument("--hf-reserve", type=float, default=130, help="seconds of the budget kept for the HF worker")
-    p.add_argument("--engines", nargs="+", default=["vllm", "hf"]); p.add_argument("--worker", nargs=4, default=None)
+    p.add_argument("--engines", nargs="+", default=["vllm", "hf"]); p.add_argument("--worker", nargs=5, default=None)
     a = p.parse_args()
     if a.worker:
-        e, tasks, new, preset = a.worker; worker(e, json.loads(tasks), int(new), preset); sys.exit(0)
+        e, tasks, new, preset, kw = a.worker; worker(e, json.loads(tasks), int(new), preset, json.loads(kw)); sys.exit(0)
     signal.signal(signal.SIGTERM, stop); signal.signal(signal.SIGINT, stop)
     T0 = time.perf_counter(); out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     res = dict(workers={}, goal_tokens_per_s=100_000)
@@ -124,18 +131,18 @@ if __name__ == "__main__":
         tmp = out/".presample_full.json.tmp"; tmp.write_text(json.dumps(res, indent=2)); os.replace(tmp, out/"presample_full.json")
     # the short tasks first: on the H200 the full seeded vLLM presample ran past 310 s in both engine modes and took the
     # baseline and the unseeded subset queued behind it down with it
-    plan = dict(vllm=[dict(task="baseline", n=a.test_questions, k=1), dict(task="presample", n=a.unseeded_questions, k=8, seeded=False),
-                      dict(task="presample", n=a.questions, k=8)],
+    plan = dict(vllm=[dict(task="baseline", n=a.test_questions, k=1), dict(task="presample", n=a.questions, k=8),
+                      dict(task="presample", n=a.seeded_questions, k=8, request_seeds=True)],
                 hf=[dict(task="presample", n=a.hf_questions, k=8), dict(task="baseline", n=a.test_questions, k=1)])
     for engine in a.engines:
         tasks = plan[engine]
         if engine == "vllm" and a.from_runs:
             got = {t: r for t in ("presample", "baseline") if (r := from_run(a.from_runs, t))}
             for t, r in got.items(): res[f"{t}_vllm"] = r
-            tasks = [t for t in tasks if t["task"] not in got or not t.get("seeded", True)]
+            tasks = [t for t in tasks if t["task"] not in got or t.get("request_seeds")]
         left = a.budget - (time.perf_counter() - T0)
         limit = left - (a.hf_reserve if engine == "vllm" and "hf" in a.engines[a.engines.index(engine):] else 0)
-        rows, info, proc = run_worker(engine, tasks, a.new, a.preset, limit, out/f"presample_{engine}.log")
+        rows, info, proc = run_worker(engine, tasks, a.new, a.preset, limit, out/f"presample_{engine}.log", a.vllm_kw)
         res["workers"][engine] = dict(proc, info=info, tasks=tasks, done=len(rows))
         for r in rows: res[key(r)] = r; print(key(r), r, flush=True)
         if len(rows) < len(tasks):
@@ -148,10 +155,10 @@ if __name__ == "__main__":
         if "tokens_per_s" in v and "tokens_per_s" in h:
             res[f"{task}_vllm_over_hf"] = round(v["tokens_per_s"] / h["tokens_per_s"], 3)
             print(f"{task}: vLLM {v['tokens_per_s']:.0f} tok/s, HF fast path {h['tokens_per_s']:.0f} tok/s: vLLM {res[f'{task}_vllm_over_hf']:.2f}x")
-    for k in ("presample_hf", "presample_vllm_unseeded"):
+    for k in ("presample_hf", "presample_vllm", "presample_vllm_request_seeds"):
         if "tokens_per_s" in res.get(k, {}): res[k]["full_size_seconds_at_this_rate"] = round(7473 * 8 * a.new / res[k]["tokens_per_s"], 1)
-    if "tokens_per_s" in res.get("presample_vllm", {}) and "tokens_per_s" in res.get("presample_vllm_unseeded", {}):
-        res["presample_vllm_unseeded_over_seeded"] = round(res["presample_vllm_unseeded"]["tokens_per_s"] / res["presample_vllm"]["tokens_per_s"], 3)
+    if "tokens_per_s" in res.get("presample_vllm", {}) and "tokens_per_s" in res.get("presample_vllm_request_seeds", {}):
+        res["presample_vllm_engine_seed_over_request_seeds"] = round(res["presample_vllm"]["tokens_per_s"] / res["presample_vllm_request_seeds"]["tokens_per_s"], 3)
     import torch, importlib.util, importlib.metadata as md
     res.update(device=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu", preset=a.preset,
                versions={})

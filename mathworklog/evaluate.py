@@ -143,24 +143,27 @@ def vllm_available() -> bool:
 class VLLMGenerator:
     "vLLM's offline `LLM` behind the same `generate` call: token ids in, token ids out, decoded by our tokenizer as the HF path decodes."
     def __init__(self, model_path: str, tokenizer, gpu_memory_utilization: float = 0.5, max_model_len: int = 2048,
-                 dtype: str = "auto", in_process: bool|None = None, seed: int = 0, **kw):
+                 dtype: str = "auto", in_process: bool|None = None, seed: int = 0, request_seeds: bool = False, **kw):
         import os
         from vllm import LLM
         if not 0 < gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], not {gpu_memory_utilization!r}")
         if in_process is not None: os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if in_process else "1"
-        self.tok, self.in_process = tokenizer, os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") == "0"
+        self.tok, self.request_seeds = tokenizer, request_seeds
+        self.in_process = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") == "0"
         # an engine core in its own process must not be forked from a process that has touched CUDA (a notebook kernel
         # usually has: vLLM's own check missed it on the H200 and the fork failed): spawn unless told otherwise
         if not self.in_process: os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
         self.llm = LLM(model=str(model_path), skip_tokenizer_init=True, gpu_memory_utilization=gpu_memory_utilization,
                        max_model_len=max_model_len, dtype=dtype, seed=seed, **kw)
     def generate(self, prompts, n=1, temperature=0.0, max_new_tokens=256, seed=None) -> Generation:
+        "With `request_seeds`, prompt i samples from its own generator seeded `seed + i`; else from the engine's, seeded at start."
         from vllm import SamplingParams
         stops = stop_ids(self.tok)
         ids = self.tok(list(prompts), add_special_tokens=False)["input_ids"]
+        seeds = [seed + i if seed is not None and self.request_seeds else None for i in range(len(ids))]
         sps = [SamplingParams(n=n, temperature=temperature, max_tokens=max_new_tokens, stop_token_ids=stops, detokenize=False,
-                              seed=None if seed is None else seed + i) for i in range(len(ids))]
+                              seed=s) for s in seeds]
         t0 = time.perf_counter()
         outs = self.llm.generate([{"prompt_token_ids": x} for x in ids], sps, use_tqdm=False)
         secs = time.perf_counter() - t0

@@ -35,7 +35,7 @@ def engine(path, tok, dtype="float32", **kw):
                          max_model_len=1024, **kw)
 
 def test_vllm_generator_samples_stops_and_keeps_order(shaped, tok, prompts):
-    with engine(shaped, tok, dtype="bfloat16") as g:
+    with engine(shaped, tok, dtype="bfloat16", request_seeds=True) as g:
         out = g.generate(prompts, n=3, temperature=1.0, max_new_tokens=48, seed=0)
         assert [len(t) for t in out.texts] == [3] * len(prompts)
         assert out.n_tokens > 0 and out.tokens_per_s > 0
