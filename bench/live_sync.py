@@ -17,6 +17,7 @@ SERIES = {"sampling/sampling_logp_difference/mean": "sampling_logp_difference", 
 def arm_worker(arm, a):
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     os.environ.setdefault("VLLM_DISABLE_COMPILE_CACHE", "1")     # arms compile side by side: none reads or writes a shared cache
+    os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")   # neighbours' peaks come and go: fragment less
     import functools, torch
     from mathworklog.core import free_port
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(free_port())   # arms side by side: one rendezvous each
@@ -81,7 +82,8 @@ if __name__ == "__main__":
     ap.add_argument("--gpu-mem", type=float, default=0.15); ap.add_argument("--buffer-mib", type=int, default=1024)
     ap.add_argument("--seed", type=int, default=0); ap.add_argument("--out", default=os.environ.get("OUT", "bench/results"))
     ap.add_argument("--worker", default=None); ap.add_argument("--deadline", type=float, default=None)
-    ap.add_argument("--parallel", type=int, default=1, help="arms at once on the GPU (each its own process and vLLM engine)")
+    ap.add_argument("--parallel", type=int, default=1, help="arms at once on the GPU (each its own process and vLLM engine; on one H200 six at once peaked at 143 GB and two "
+                    "ran out of memory — an fp32 LoRA arm holds ~40 GB — so use 3 or 4)")
     ap.add_argument("--kv-cache-gib", type=float, default=4, help="vLLM's KV cache per arm, fixed (0: profile)")
     ap.add_argument("--stagger", type=float, default=0, help="seconds between the streams' starts")
     a = ap.parse_args()

@@ -18,12 +18,12 @@ __all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'PRESETS', 'WORKLOG', 'LORA_RANK', 'H
            'check_number', 'check_choice', 'lora_config', 'lora_scaling', 'project_root', 'runs_root', 'cache_dir',
            'library_versions', 'git_commit', 'atomic_path', 'atomic_write_text', 'locked', 'fresh_path',
            'MalformedRunError', 'RunRefusedError', 'Run', 'new_run', 'find_runs', 'latest_run', 'usable_run',
-           'resolve_run', 'NonFiniteRunError', 'stop_if_nan', 'cpu_threads', 'quiet', 'seed_everything', 'pick_device',
-           'precision', 'hub_reachable', 'bundled_data_dir', 'cached_dir', 'train_bpe', 'fallback_tokenizer',
-           'load_tokenizer', 'MissingResourceError', 'require_gpu', 'vocab_rows', 'random_qwen2', 'model_path',
-           'learned_start', 'model_tokenizer', 'load_model', 'model_from', 'proc_stat', 'live_processes', 'track_tree',
-           'signal_pids', 'kill_tree', 'watchdog_main', 'free_port', 'pid_alive', 'group_alive', 'OwnedProcess',
-           'launch', 'launch_main']
+           'resolve_run', 'NonFiniteRunError', 'stop_if_nan', 'cpu_threads', 'quiet', 'without_printer',
+           'seed_everything', 'pick_device', 'precision', 'hub_reachable', 'bundled_data_dir', 'cached_dir',
+           'train_bpe', 'fallback_tokenizer', 'load_tokenizer', 'MissingResourceError', 'require_gpu', 'vocab_rows',
+           'random_qwen2', 'model_path', 'learned_start', 'model_tokenizer', 'load_model', 'model_from', 'proc_stat',
+           'live_processes', 'track_tree', 'signal_pids', 'kill_tree', 'watchdog_main', 'free_port', 'pid_alive',
+           'group_alive', 'OwnedProcess', 'launch', 'launch_main']
 
 # %% ../nbs/00_core.ipynb #90023c90
 @dataclass(frozen=True)
@@ -378,6 +378,13 @@ def quiet(preset: str|None = None):
         dev = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({os.cpu_count()} cores)"
         print(f"mathworklog {__import__('mathworklog').__version__}: preset={preset!r} on {dev}, torch {torch.__version__}, "
               f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC")
+
+# %% ../nbs/00_core.ipynb #ab25eaf8
+def without_printer(trainer):
+    "Drop the `PrinterCallback` that `disable_tqdm=True` installs: the log goes to metrics.jsonl, and chapters show tables and plots of it."
+    from transformers.trainer_callback import PrinterCallback
+    trainer.remove_callback(PrinterCallback)
+    return trainer
 
 # %% ../nbs/00_core.ipynb #bce251dc
 def seed_everything(seed: int = 0):

@@ -13,7 +13,7 @@ import torch
 from transformers import TrainerCallback
 from dataclasses import asdict, dataclass, fields
 from .core import (LORA_RANK, OwnedProcess, atomic_path, atomic_write_text, check_choice, check_int, check_number, check_param,
-                              lora_config, model_tokenizer, precision as precision_flags, seed_everything, MissingResourceError)
+                              lora_config, model_tokenizer, precision as precision_flags, seed_everything, without_printer, MissingResourceError)
 from .data import completion_text
 from .rewards import REWARD_FUNCS, REWARD_WEIGHTS, weights_list, zero_signal_share
 from .evaluate import HFGenerator, StaticCaches, dtype_view, evaluate, fast_generate, vllm_available
@@ -453,7 +453,7 @@ def build_grpo_trainer(model_path: str, records: list[dict], run_dir, s: GRPOSet
            peft_config=lora_config(s.lora_r), run_dir=str(run_dir),
            callbacks=[guard, RunStamp(run_dir.name), ev, probe, MetricsLogger(run_dir/"metrics.jsonl"), *(callbacks or [])],
            fast_generation=torch.cuda.is_available() if s.fast_generation is None else s.fast_generation)
-    ev.engine = tr.rollouts
+    without_printer(tr); ev.engine = tr.rollouts
     inference_copy = tr.rollouts or trainer_vllm_copy(tr)         # when there is one, the probe watches it
     if s.probe and inference_copy is not None:
         probe.probe = SyncProbe(inference_copy, *probe_batch(tok, eval_records or records, n=8, max_tokens=32))

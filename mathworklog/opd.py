@@ -8,7 +8,7 @@ Docs: https://mathworklog.github.io/mathworklog/opd.html.md"""
 from __future__ import annotations
 from pathlib import Path
 import torch
-from .core import check_choice, check_int, check_number, model_tokenizer, precision as precision_flags, seed_everything
+from .core import check_choice, check_int, check_number, model_tokenizer, precision as precision_flags, seed_everything, without_printer
 from .sft import MetricsLogger, NaNGuard, RunStamp, nonfinite_params, save_run_model
 
 # %% auto #0
@@ -82,7 +82,7 @@ def train_opd(student_path: str, teacher_path: str, records: list[dict], run_dir
     guard, run_id = NaNGuard(), Path(run_dir).name
     tr = DistillationTrainer(model=st, teacher_model=te, args=cfg, train_dataset=ds, processing_class=tok,
                              callbacks=[guard, RunStamp(run_id), MetricsLogger(Path(run_dir)/"metrics.jsonl"), *(callbacks or [])])
-    tr.train()
+    without_printer(tr).train()
     guard.check_weights(tr.model, tr.state.global_step)
     kl_after = None if guard.fired else reverse_kl(tr.model, te, tok, probe, max_new_tokens=max_new_tokens, seed=seed)
     losses = [h["loss"] for h in tr.state.log_history if "loss" in h]

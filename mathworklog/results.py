@@ -98,6 +98,7 @@ def _num(v, fmt="{:,.0f}"):
 
 def measured_markdown(folder="bench/h200") -> str:
     "Markdown tables of the GPU benchmarks in `folder` (grpo_step, rollout_throughput, presample_full, vllm_tests, learning_start, logprob_memory)."
+    first = lambda s, k: (s.get(k) or [None])[0]
     d = Path(folder); load = lambda n: json.loads((d/f"{n}.json").read_text()) if (d/f"{n}.json").exists() else {}
     out = []
     g = load("grpo_step")
@@ -155,6 +156,19 @@ def measured_markdown(folder="bench/h200") -> str:
                 + " → ".join(f"{c['format_check']:.2f}" for c in curve) + f" at steps " + ", ".join(str(c["step"]) for c in curve)
                 + f"; `tag_check` {ls.get('tag_check', float('nan')):.2f}; {ls['steps']} steps in {ls['seconds']:.0f} s"
                 + (" (target 0.8 / 0.4 reached)." if ls.get("reached_at_step") else " (target not reached)."), ""]
+    lv = load("live_sync").get("arms") or {}
+    if lv:
+        from mathworklog.sync import live_gap
+        last = lambda s, k: (s.get(k) or [None])[-1]
+        ran = ", ".join(f"{a} ({s.get('steps', 0)} steps: TRL's sampling log-prob difference {_num(first(s, 'sampling_logp_difference'), '{:.4f}')} → "
+                        f"{_num(last(s, 'sampling_logp_difference'), '{:.4f}')}, IS ratio → {_num(last(s, 'importance_sampling_ratio'), '{:.3f}')})"
+                        for a, s in lv.items() if s.get("steps"))
+        gap = live_gap(d/"live_sync.json")
+        out += [f"Live sync experiment (`bench/live_sync.py`, GRPO through TRL's colocated vLLM from the learning start): {ran}."
+                + (" Unpatched minus its patched twin at the last step: " + ", ".join(f"{c} {_num(gap[c].iloc[-1], '{:+.5f}')}" for c in gap.columns) + "."
+                   if len(gap.columns) else "")
+                + (" Not run: " + ", ".join(a for a in ("fp32_unpatched", "fp32_patched", "bf16_unpatched", "bf16_patched", "bf16_out_of_place", "fp32_full_ft")
+                                            if not (lv.get(a) or {}).get("steps")) + "." if len(lv) < 6 or not all(s.get("steps") for s in lv.values()) else ""), ""]
     m = load("logprob_memory")
     if m:
         out.append(f"Per-token log-probs + backward, 8 × 2,048 tokens × 151,936 rows: full fp32 logits {_num(m.get('full_fp32_logits', {}).get('peak_gib'), '{:.1f}')} GiB peak, "

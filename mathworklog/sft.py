@@ -12,7 +12,7 @@ import pandas as pd
 import torch
 from transformers import TrainerCallback
 from .core import (atomic_write_text, check_choice, fresh_path, check_int, check_number, load_tokenizer, model_tokenizer,
-                              precision as precision_flags, seed_everything)
+                              precision as precision_flags, seed_everything, without_printer)
 
 # %% auto #0
 __all__ = ['SFT_PRECISIONS', 'sft_dataset', 'nonfinite_params', 'NaNGuard', 'stamp', 'RunStamp', 'save_run_model', 'metrics_rows',
@@ -156,6 +156,7 @@ def train_sft(model_path: str, records: list[dict], run_dir: str, steps: int = 1
     guard, run_id = NaNGuard(), Path(run_dir).name
     tr = SFTTrainer(model=m, args=cfg, train_dataset=ds, processing_class=tok,
                      callbacks=[guard, RunStamp(run_id), MetricsLogger(Path(run_dir)/"metrics.jsonl"), *(callbacks or [])])
+    without_printer(tr)
     probe = ds.select(range(min(len(ds), eval_n)))              # a fixed slice of the SFT set, scored before and after
     before = tr.evaluate(eval_dataset=probe, metric_key_prefix="before")["before_loss"]
     tr.train()

@@ -21,7 +21,7 @@ __all__ = ['SYNC_FIXES', 'QWEN3_06B_DIMS', 'NOISE_BANDS', 'LIVE_ARMS', 'LIVE_SER
            'merge_unmerge_drift', 'sync_drift', 'meta_model', 'stuck_layers', 'token_logprobs', 'LocalCopy',
            'vllm_engine_model', 'vllm_hf_weights', 'VLLMCopy', 'probe_batch', 'SyncProbe', 'SyncProbeCallback',
            'trainer_vllm_copy', 'use_server_transport', 'simulate', 'noise_table', 'plot_live_sync', 'live_sync_table',
-           'live_noise_table']
+           'live_noise_table', 'live_gap']
 
 # %% ../nbs/08_sync_bug.ipynb #66f22fe6
 def trl_generation_for(model):
@@ -440,7 +440,11 @@ class SyncProbeCallback(TrainerCallback):
         if self.sync_copy and hasattr(self.probe.copy, "sync"): self.probe.copy.sync(model)
         self.last = self.probe(model, state.global_step)
     def on_log(self, args, state, control, logs=None, **kw):
-        if logs is not None and self.last: logs.update({f"sync/{k}": v for k, v in self.last.items() if k != "step"})
+        "Add `sync/*` to this log — and to the `log_history` entry the Trainer appended before calling us, which is a copy."
+        if logs is None or not self.last: return
+        extra = {f"sync/{k}": v for k, v in self.last.items() if k != "step"}
+        logs.update(extra)
+        if state.log_history and state.log_history[-1].get("step") == state.global_step: state.log_history[-1].update(extra)
 
 # %% ../nbs/08_sync_bug.ipynb #b6552d6f
 def trainer_vllm_copy(trainer, buffer_size_bytes: int = 1 << 30):
@@ -537,3 +541,14 @@ def live_noise_table(path, arm: str, when: str = "first") -> pd.DataFrame:
     "The noise table an arm recorded (`first` or `last` step): |log p_vLLM − log p_trainer| by the sampled token's probability band."
     nt = json.loads(Path(path).read_text())["arms"][arm]["noise_table"][when]
     return pd.DataFrame(nt["rows"]).assign(step=nt["step"])
+
+# %% ../nbs/08_sync_bug.ipynb #911c5e44
+def live_gap(path, key: str = "sampling_logp_difference", fixes=("patched", "out_of_place")) -> pd.DataFrame:
+    "Per step, `key` of each unpatched arm minus its fixed twins' of the same dtype (`fp32_unpatched − fp32_patched`, …)."
+    arms, cols = json.loads(Path(path).read_text()).get("arms", {}), {}
+    for dt in ("fp32", "bf16"):
+        u = (arms.get(f"{dt}_unpatched") or {}).get(key)
+        for fix in fixes:
+            f = (arms.get(f"{dt}_{fix}") or {}).get(key)
+            if u and f: cols[f"{dt}: unpatched − {fix.replace('_', ' ')}"] = [a - b if a is not None and b is not None else None for a, b in zip(u, f)]
+    return pd.DataFrame(cols, index=pd.RangeIndex(1, 1 + max(map(len, cols.values()), default=0), name="step"))
