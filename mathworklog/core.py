@@ -66,7 +66,7 @@ QWEN25_05B_DIMS = dict(hidden_size=896, intermediate_size=4864, num_hidden_layer
                        num_key_value_heads=2, max_position_embeddings=32768, rope_theta=1e6)
 PRESETS = {
     "tiny": Preset("tiny", model="tiny", teacher="tiny-teacher", n_train=384, n_test=32, k=4, max_new_tokens=128,
-                   gen_batch=256, sft_steps=500, sft_lr=1e-2, sft_batch=8, opd_steps=6, opd_lr=3e-5, grpo_steps=30,
+                   gen_batch=256, sft_steps=500, sft_lr=1e-2, sft_batch=8, opd_steps=6, opd_lr=3e-4, grpo_steps=30,
                    grpo_prompts=8, num_generations=4, lora_r=16, eval_every=15, eval_k=2, save_every=10,
                    tiny_dims=TINY_DIMS, vocab_size=1024, shortest=True, sft_questions=256, grpo_lr=5e-3,
                    grpo_max_new_tokens=40),

@@ -167,7 +167,7 @@ def measured_markdown(folder="bench/h200") -> str:
         out += [f"Live sync experiment (`bench/live_sync.py`, GRPO through TRL's colocated vLLM from the learning start): {ran}."
                 + (" Unpatched minus its patched twin at the last step: " + ", ".join(f"{c} {_num(gap[c].iloc[-1], '{:+.5f}')}" for c in gap.columns) + "."
                    if len(gap.columns) else "")
-                + (" Not run: " + ", ".join(a for a in ("fp32_unpatched", "fp32_patched", "bf16_unpatched", "bf16_patched", "bf16_out_of_place", "fp32_full_ft")
+                + (" No series (see the JSON's note): " + ", ".join(a for a in ("fp32_unpatched", "fp32_patched", "bf16_unpatched", "bf16_patched", "bf16_out_of_place", "fp32_full_ft")
                                             if not (lv.get(a) or {}).get("steps")) + "." if len(lv) < 6 or not all(s.get("steps") for s in lv.values()) else ""), ""]
     m = load("logprob_memory")
     if m:
