@@ -11,6 +11,8 @@
 # each optionally followed by @SECONDS (its time limit); ARGS and ARMS are comma-separated.
 # The gpu preset's student is the learning start (core.learned_start): on a fresh box run bench:learning_start first
 # (about 4 minutes; TRL alone suffices, so it can run in the call that carries .v1 with .whlmin/ installed).
+# live-sync: six arms side by side ran out of GPU memory on one H200 (143 GB peak; an fp32 LoRA arm holds ~40 GB): pass
+# --parallel,3 (two waves of three, about 250 s each), e.g.  live-sync::--parallel,3,--stagger,6@520
 # Each item's command sees its limit in $ITEM_LIMIT. Everything an item prints goes to $OUT/<item>.log; results (JSON, executed notebooks) to $OUT; a summary last.
 set -o pipefail
 FINAL=${OUT:-/tmp/out}; W=/tmp/work; mkdir -p "$W" "$FINAL"; T0=$(date +%s); DEADLINE=${DEADLINE:-570}
