@@ -39,7 +39,7 @@ def worker(engine, tasks, new, preset, vllm_kw=None):
         info["warmup_s"] = round(time.perf_counter() - t0, 1)
     print("PRESAMPLE_INFO " + json.dumps(info), flush=True)
     for t in tasks:
-        task, n, k, seeded = t["task"], t.get("n") or None, t["k"], t.get("seeded", True)
+        task, n, k = t["task"], t.get("n") or None, t["k"]
         if engine == "vllm": g.request_seeds = t.get("request_seeds", False)
         recs = prepare(load_gsm8k("test" if task == "baseline" else "train", n=n))
         prompts = [render_prompt(tok, r["question"]) for r in recs]
@@ -50,9 +50,9 @@ def worker(engine, tasks, new, preset, vllm_kw=None):
             compile_s = time.perf_counter() - t0
         if engine == "hf" and torch.cuda.is_available(): torch.cuda.reset_peak_memory_stats()   # not in vLLM's client process
         t0 = time.perf_counter()
-        out = g.generate(prompts, n=k, temperature=temp, max_new_tokens=new, seed=0 if seeded else None)
+        out = g.generate(prompts, n=k, temperature=temp, max_new_tokens=new, seed=0)
         secs = time.perf_counter() - t0
-        r = dict(info, task=task, questions=len(prompts), samples_per_question=k, max_new_tokens=new, seeded=seeded,
+        r = dict(info, task=task, questions=len(prompts), samples_per_question=k, max_new_tokens=new,
                  request_seeds=t.get("request_seeds", False),
                  greedy=temp == 0, tokens=out.n_tokens, seconds=round(secs, 2), engine_seconds=round(out.seconds, 2),
                  tokens_per_s=round(out.n_tokens / secs), engine_tokens_per_s=round(out.n_tokens / out.seconds))
@@ -129,8 +129,7 @@ if __name__ == "__main__":
     res = dict(workers={}, goal_tokens_per_s=100_000)
     def save():
         tmp = out/".presample_full.json.tmp"; tmp.write_text(json.dumps(res, indent=2)); os.replace(tmp, out/"presample_full.json")
-    # the short tasks first: on the H200 the full seeded vLLM presample ran past 310 s in both engine modes and took the
-    # baseline and the unseeded subset queued behind it down with it
+    # the short tasks first: on the H200 the full vLLM presample ran past its limit in every lease so far
     plan = dict(vllm=[dict(task="baseline", n=a.test_questions, k=1), dict(task="presample", n=a.questions, k=8),
                       dict(task="presample", n=a.seeded_questions, k=8, request_seeds=True)],
                 hf=[dict(task="presample", n=a.hf_questions, k=8), dict(task="baseline", n=a.test_questions, k=1)])

@@ -18,7 +18,7 @@ __all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'PRESETS', 'WORKLOG', 'LORA_RANK', 'H
            'check_number', 'check_choice', 'lora_config', 'lora_scaling', 'project_root', 'runs_root', 'cache_dir',
            'library_versions', 'git_commit', 'atomic_path', 'atomic_write_text', 'locked', 'fresh_path',
            'MalformedRunError', 'RunRefusedError', 'Run', 'new_run', 'find_runs', 'latest_run', 'usable_run',
-           'resolve_run', 'NonFiniteRunError', 'stop_if_nan', 'cpu_threads', 'quiet', 'without_printer',
+           'resolve_run', 'NonFiniteRunError', 'stop_if_nan', 'cpu_threads', 'quiet', 'without_printer', 'log_extra',
            'seed_everything', 'pick_device', 'precision', 'hub_reachable', 'bundled_data_dir', 'cached_dir',
            'train_bpe', 'fallback_tokenizer', 'load_tokenizer', 'MissingResourceError', 'require_gpu', 'vocab_rows',
            'random_qwen2', 'model_path', 'learned_start', 'model_tokenizer', 'load_model', 'model_from', 'proc_stat',
@@ -385,6 +385,12 @@ def without_printer(trainer):
     from transformers.trainer_callback import PrinterCallback
     trainer.remove_callback(PrinterCallback)
     return trainer
+
+def log_extra(state, logs: dict|None, extra: dict):
+    "From a callback's `on_log`: add `extra` to this log and to the `state.log_history` entry the Trainer appended before calling it (a copy)."
+    if logs is None or not extra: return
+    logs.update(extra)
+    if state.log_history and state.log_history[-1].get("step") == state.global_step: state.log_history[-1].update(extra)
 
 # %% ../nbs/00_core.ipynb #bce251dc
 def seed_everything(seed: int = 0):

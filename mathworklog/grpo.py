@@ -13,7 +13,7 @@ import torch
 from transformers import TrainerCallback
 from dataclasses import asdict, dataclass, fields
 from .core import (LORA_RANK, OwnedProcess, atomic_path, atomic_write_text, check_choice, check_int, check_number, check_param,
-                              lora_config, model_tokenizer, precision as precision_flags, seed_everything, without_printer, MissingResourceError)
+                              lora_config, model_tokenizer, precision as precision_flags, seed_everything, without_printer, log_extra, MissingResourceError)
 from .data import completion_text
 from .rewards import REWARD_FUNCS, REWARD_WEIGHTS, weights_list, zero_signal_share
 from .evaluate import HFGenerator, StaticCaches, dtype_view, evaluate, fast_generate, vllm_available
@@ -331,7 +331,7 @@ class EvalCallback(TrainerCallback):
             t = self._eval(model, f"step-{state.global_step}", self.k, 1.0)
             self.pending = {f"eval/{c}": t[c] for c in ("exact", "strict", "format", "lenient")}
     def on_log(self, args, state, control, logs=None, **kw):
-        if self.pending and logs is not None: logs.update(self.pending); self.pending = {}
+        if logs is not None: log_extra(state, logs, self.pending); self.pending = {}
     def on_train_end(self, args, state, control, model=None, **kw):
         if not self.records or self.guard.check_weights(model, state.global_step): return
         if state.is_world_process_zero: self.final = self._eval(model, "final-greedy", 1, 0.0)

@@ -98,7 +98,6 @@ def _num(v, fmt="{:,.0f}"):
 
 def measured_markdown(folder="bench/h200") -> str:
     "Markdown tables of the GPU benchmarks in `folder` (grpo_step, rollout_throughput, presample_full, vllm_tests, learning_start, logprob_memory)."
-    first = lambda s, k: (s.get(k) or [None])[0]
     d = Path(folder); load = lambda n: json.loads((d/f"{n}.json").read_text()) if (d/f"{n}.json").exists() else {}
     out = []
     g = load("grpo_step")
@@ -158,17 +157,17 @@ def measured_markdown(folder="bench/h200") -> str:
                 + (" (target 0.8 / 0.4 reached)." if ls.get("reached_at_step") else " (target not reached)."), ""]
     lv = load("live_sync").get("arms") or {}
     if lv:
-        from mathworklog.sync import live_gap
-        last = lambda s, k: (s.get(k) or [None])[-1]
-        ran = ", ".join(f"{a} ({s.get('steps', 0)} steps: TRL's sampling log-prob difference {_num(first(s, 'sampling_logp_difference'), '{:.4f}')} → "
-                        f"{_num(last(s, 'sampling_logp_difference'), '{:.4f}')}, IS ratio → {_num(last(s, 'importance_sampling_ratio'), '{:.3f}')})"
-                        for a, s in lv.items() if s.get("steps"))
+        from mathworklog.sync import LIVE_ARMS, live_gap
+        at = lambda s, k, i: (s.get(k) or [None])[i]
+        ran = [a for a in LIVE_ARMS if (lv.get(a) or {}).get("steps")]
         gap = live_gap(d/"live_sync.json")
-        out += [f"Live sync experiment (`bench/live_sync.py`, GRPO through TRL's colocated vLLM from the learning start): {ran}."
+        out += [f"Live sync experiment (`bench/live_sync.py`, GRPO through TRL's colocated vLLM from the learning start): "
+                + ", ".join(f"{a} ({lv[a]['steps']} steps: TRL's sampling log-prob difference {_num(at(lv[a], 'sampling_logp_difference', 0), '{:.4f}')} → "
+                            f"{_num(at(lv[a], 'sampling_logp_difference', -1), '{:.4f}')}, IS ratio → {_num(at(lv[a], 'importance_sampling_ratio', -1), '{:.3f}')})"
+                            for a in ran) + "."
                 + (" Unpatched minus its patched twin at the last step: " + ", ".join(f"{c} {_num(gap[c].iloc[-1], '{:+.5f}')}" for c in gap.columns) + "."
                    if len(gap.columns) else "")
-                + (" No series (see the JSON's note): " + ", ".join(a for a in ("fp32_unpatched", "fp32_patched", "bf16_unpatched", "bf16_patched", "bf16_out_of_place", "fp32_full_ft")
-                                            if not (lv.get(a) or {}).get("steps")) + "." if len(lv) < 6 or not all(s.get("steps") for s in lv.values()) else ""), ""]
+                + (" No series (see the JSON's note): " + ", ".join(a for a in LIVE_ARMS if a not in ran) + "." if len(ran) < len(LIVE_ARMS) else ""), ""]
     m = load("logprob_memory")
     if m:
         out.append(f"Per-token log-probs + backward, 8 × 2,048 tokens × 151,936 rows: full fp32 logits {_num(m.get('full_fp32_logits', {}).get('peak_gib'), '{:.1f}')} GiB peak, "

@@ -426,6 +426,7 @@ class SyncProbe:
 
 # %% ../nbs/08_sync_bug.ipynb #ffc2852b
 from transformers import TrainerCallback
+from .core import log_extra
 
 class SyncProbeCallback(TrainerCallback):
     "Run a `SyncProbe` after every optimizer step and log its numbers (`probe` None: a placeholder, set once the copy exists)."
@@ -440,11 +441,7 @@ class SyncProbeCallback(TrainerCallback):
         if self.sync_copy and hasattr(self.probe.copy, "sync"): self.probe.copy.sync(model)
         self.last = self.probe(model, state.global_step)
     def on_log(self, args, state, control, logs=None, **kw):
-        "Add `sync/*` to this log — and to the `log_history` entry the Trainer appended before calling us, which is a copy."
-        if logs is None or not self.last: return
-        extra = {f"sync/{k}": v for k, v in self.last.items() if k != "step"}
-        logs.update(extra)
-        if state.log_history and state.log_history[-1].get("step") == state.global_step: state.log_history[-1].update(extra)
+        if self.last: log_extra(state, logs, {f"sync/{k}": v for k, v in self.last.items() if k != "step"})
 
 # %% ../nbs/08_sync_bug.ipynb #b6552d6f
 def trainer_vllm_copy(trainer, buffer_size_bytes: int = 1 << 30):
