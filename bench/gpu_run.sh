@@ -11,8 +11,10 @@
 # each optionally followed by @SECONDS (its time limit); ARGS and ARMS are comma-separated.
 # The gpu preset's student is the learning start (core.learned_start): on a fresh box run bench:learning_start first
 # (about 4 minutes; TRL alone suffices, so it can run in the call that carries .v1 with .whlmin/ installed).
-# live-sync: six arms side by side ran out of GPU memory on one H200 (143 GB peak; an fp32 LoRA arm holds ~40 GB): pass
-# --parallel,3 (two waves of three, about 250 s each), e.g.  live-sync::--parallel,3,--stagger,6@520
+# live-sync: six arms side by side ran out of GPU memory on one H200 (143 GB peak; an fp32 LoRA arm holds ~40 GB): run
+# three at a time, one wave per call (250-355 s each), e.g.  live-sync:fp32_unpatched,fp32_patched,bf16_unpatched:--parallel,3,--stagger,4@380
+# bench:stream_race (TRL only, no vLLM needed: fits the .v1 call) checks that the sync fixes no longer race the optimizer.
+# bench:vllm_engines:--configs,1,4 times the presample through evaluate.GeneratorPool (N engines on the one GPU).
 # Each item's command sees its limit in $ITEM_LIMIT. Everything an item prints goes to $OUT/<item>.log; results (JSON, executed notebooks) to $OUT; a summary last.
 set -o pipefail
 FINAL=${OUT:-/tmp/out}; W=/tmp/work; mkdir -p "$W" "$FINAL"; T0=$(date +%s); DEADLINE=${DEADLINE:-570}

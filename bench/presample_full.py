@@ -17,8 +17,8 @@ sampled twice in one lease). Seconds are wall time around `generate` (tokenising
 import json, os, signal, subprocess, sys, time
 from pathlib import Path
 
-def worker(engine, tasks, new, preset, vllm_kw=None):
-    "One engine, its tasks in order, in this process; prints a timing line after each task."
+def worker(engine, tasks, new, preset, vllm_kw=None, engines=1):
+    "One engine (or a `GeneratorPool` of `engines`), its tasks in order, in this process; prints a timing line after each task."
     import torch
     from mathworklog.core import load_tokenizer, model_path
     from mathworklog.data import load_gsm8k, prepare, render_prompt
@@ -26,21 +26,23 @@ def worker(engine, tasks, new, preset, vllm_kw=None):
     tok = load_tokenizer(); path = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
     t0 = time.perf_counter()
     g = make_generator(path, tok, engine, batch_size=512, dtype="bfloat16" if torch.cuda.is_available() else "float32",
-                       **((vllm_kw or {}) if engine == "vllm" else {}))
+                       engines=engines if engine == "vllm" else 1, **((vllm_kw or {}) if engine == "vllm" else {}))
     start = time.perf_counter() - t0
-    info = dict(engine=type(g).__name__, engine_start_s=round(start, 1))
+    info = dict(engine=type(g).__name__, engine_start_s=round(start, 1), engines=engines if engine == "vllm" else 1)
     if engine == "vllm":
         try:
-            sc = g.llm.llm_engine.vllm_config.scheduler_config
-            info.update(in_process=g.in_process, vllm_kw=vllm_kw, max_num_seqs=sc.max_num_seqs, max_num_batched_tokens=sc.max_num_batched_tokens,
-                        mp_method=os.environ.get("VLLM_WORKER_MULTIPROC_METHOD"))
+            if engines == 1:
+                sc = g.llm.llm_engine.vllm_config.scheduler_config
+                info.update(in_process=g.in_process, max_num_seqs=sc.max_num_seqs, max_num_batched_tokens=sc.max_num_batched_tokens,
+                            mp_method=os.environ.get("VLLM_WORKER_MULTIPROC_METHOD"))
+            info.update(vllm_kw=vllm_kw)
         except Exception as e: info["config_error"] = repr(e)[:200]
-        t0 = time.perf_counter(); g.generate(["Hello"] * 8, n=2, temperature=1.0, max_new_tokens=16, seed=0)          # warm-up
+        t0 = time.perf_counter(); g.generate(["Hello"] * 8 * engines, n=2, temperature=1.0, max_new_tokens=16, seed=0)          # warm-up
         info["warmup_s"] = round(time.perf_counter() - t0, 1)
     print("PRESAMPLE_INFO " + json.dumps(info), flush=True)
     for t in tasks:
         task, n, k = t["task"], t.get("n") or None, t["k"]
-        if engine == "vllm": g.request_seeds = t.get("request_seeds", False)
+        if engine == "vllm" and engines == 1: g.request_seeds = t.get("request_seeds", False)
         recs = prepare(load_gsm8k("test" if task == "baseline" else "train", n=n))
         prompts = [render_prompt(tok, r["question"]) for r in recs]
         temp = 1.0 if task == "presample" else 0.0
@@ -70,10 +72,10 @@ def stop(signum, frame):
         except ProcessLookupError: pass
     sys.exit(128 + signum)
 
-def run_worker(engine, tasks, new, preset, limit, log, vllm_kw=None):
+def run_worker(engine, tasks, new, preset, limit, log, vllm_kw=None, engines=1):
     "A worker process (its own session, so that vLLM's engine process dies with it) for at most `limit` seconds; its results."
     with open(log, "w") as f:
-        p = subprocess.Popen([sys.executable, __file__, "--worker", engine, json.dumps(tasks), str(new), preset, json.dumps(vllm_kw)],
+        p = subprocess.Popen([sys.executable, __file__, "--worker", engine, json.dumps(tasks), str(new), preset, json.dumps(vllm_kw), str(engines)],
                              stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
         CURRENT[:] = [p]
         t0 = time.perf_counter(); timed_out = False
@@ -120,10 +122,11 @@ if __name__ == "__main__":
     p.add_argument("--budget", type=float, default=float(os.environ["ITEM_LIMIT"]) - 20 if os.environ.get("ITEM_LIMIT") else 480,
                    help="seconds for all workers (default: gpu_run.sh's item limit less 20 s)")
     p.add_argument("--hf-reserve", type=float, default=130, help="seconds of the budget kept for the HF worker")
-    p.add_argument("--engines", nargs="+", default=["vllm", "hf"]); p.add_argument("--worker", nargs=5, default=None)
+    p.add_argument("--engines", nargs="+", default=["vllm", "hf"]); p.add_argument("--worker", nargs=6, default=None)
+    p.add_argument("--vllm-engines", type=int, default=1, help="vLLM engines side by side (evaluate.GeneratorPool; 4 ran 3.1x one on the H200)")
     a = p.parse_args()
     if a.worker:
-        e, tasks, new, preset, kw = a.worker; worker(e, json.loads(tasks), int(new), preset, json.loads(kw)); sys.exit(0)
+        e, tasks, new, preset, kw, n = a.worker; worker(e, json.loads(tasks), int(new), preset, json.loads(kw), int(n)); sys.exit(0)
     signal.signal(signal.SIGTERM, stop); signal.signal(signal.SIGINT, stop)
     T0 = time.perf_counter(); out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     res = dict(workers={}, goal_tokens_per_s=100_000)
@@ -131,7 +134,7 @@ if __name__ == "__main__":
         tmp = out/".presample_full.json.tmp"; tmp.write_text(json.dumps(res, indent=2)); os.replace(tmp, out/"presample_full.json")
     # the short tasks first: on the H200 the full vLLM presample ran past its limit in every lease so far
     plan = dict(vllm=[dict(task="baseline", n=a.test_questions, k=1), dict(task="presample", n=a.questions, k=8),
-                      dict(task="presample", n=a.seeded_questions, k=8, request_seeds=True)],
+                      dict(task="presample", n=a.seeded_questions, k=8, request_seeds=True)][:2 if a.vllm_engines > 1 else 3],   # a pool: engine seeds only
                 hf=[dict(task="presample", n=a.hf_questions, k=8), dict(task="baseline", n=a.test_questions, k=1)])
     for engine in a.engines:
         tasks = plan[engine]
@@ -141,7 +144,7 @@ if __name__ == "__main__":
             tasks = [t for t in tasks if t["task"] not in got or t.get("request_seeds")]
         left = a.budget - (time.perf_counter() - T0)
         limit = left - (a.hf_reserve if engine == "vllm" and "hf" in a.engines[a.engines.index(engine):] else 0)
-        rows, info, proc = run_worker(engine, tasks, a.new, a.preset, limit, out/f"presample_{engine}.log", a.vllm_kw)
+        rows, info, proc = run_worker(engine, tasks, a.new, a.preset, limit, out/f"presample_{engine}.log", a.vllm_kw, a.vllm_engines)
         res["workers"][engine] = dict(proc, info=info, tasks=tasks, done=len(rows))
         for r in rows: res[key(r)] = r; print(key(r), r, flush=True)
         if len(rows) < len(tasks):

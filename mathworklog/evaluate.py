@@ -16,8 +16,8 @@ from .data import checks, render_prompt, strict_answer, lenient_answers, format_
 # %% auto #0
 __all__ = ['GROUPED_DECODE', 'CHECKS', 'CHECK_NAMES', 'Generation', 'stop_ids', 'HFGenerator', 'grouped_decode_sdpa',
            'register_grouped_decode', 'grouped_decoding', 'StaticCaches', 'cache_kwarg', 'fast_config', 'fast_generate',
-           'vllm_available', 'VLLMGenerator', 'dtype_view', 'make_generator', 'score_records', 'summarize', 'evaluate',
-           'table_frame']
+           'vllm_available', 'VLLMGenerator', 'dtype_view', 'resolve_backend', 'make_generator', 'GeneratorPool',
+           'score_records', 'summarize', 'evaluate', 'table_frame']
 
 # %% ../nbs/02_baseline.ipynb #a994538d
 @dataclass
@@ -206,19 +206,125 @@ def dtype_view(path, dtype: str) -> str:
     return str(out)
 
 # %% ../nbs/02_baseline.ipynb #6308b05f
-def make_generator(model, tokenizer, backend: str = "auto", batch_size: int = 16, dtype: str = "auto", **kw):
-    "An HF or vLLM generator: `auto` picks vLLM on a GPU box that has it, HF otherwise; `dtype` auto: bf16 on a GPU, fp32 on the CPU."
+def resolve_backend(model, backend: str = "auto") -> str:
+    "`hf` or `vllm`: `auto` picks vLLM for a model path on a GPU box that has it."
     if backend not in ("auto", "hf", "vllm"): raise ValueError(f"backend must be auto, hf or vllm, not {backend!r}")
+    if backend != "auto": return backend
+    import torch
+    return "vllm" if vllm_available() and torch.cuda.is_available() and isinstance(model, str) else "hf"
+
+def make_generator(model, tokenizer, backend: str = "auto", batch_size: int = 16, dtype: str = "auto", engines: int = 1, **kw):
+    """An HF or vLLM generator: `auto` picks vLLM on a GPU box that has it, HF otherwise; `dtype` auto: bf16 on a GPU, fp32
+    on the CPU; `engines` > 1: a `GeneratorPool` of that many (the model given as a path)."""
+    backend = resolve_backend(model, backend)
+    if engines != 1: return GeneratorPool(model, tokenizer, backend, engines, batch_size, dtype, **kw)
     import torch
     if dtype == "auto": dtype = "bfloat16" if torch.cuda.is_available() else "float32"
-    want_vllm = backend == "vllm" or (backend == "auto" and vllm_available() and torch.cuda.is_available() and isinstance(model, str))
-    if want_vllm:
+    if backend == "vllm":
         if not vllm_available(): raise ImportError("backend='vllm' needs vLLM: pip install 'mathworklog[vllm]' on a CUDA machine.")
         return VLLMGenerator(model, tokenizer, dtype=dtype, **kw)
     if isinstance(model, str):
         from mathworklog.core import load_model
         model = load_model(model, dtype=getattr(torch, dtype))
     return HFGenerator(model, tokenizer, batch_size=batch_size, **kw)
+
+# %% ../nbs/02_baseline.ipynb #9c1e7a02
+def _send(f, obj):
+    import pickle
+    b = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL); f.write(len(b).to_bytes(8, "little") + b); f.flush()
+
+def _recv(f):
+    "The next message on a worker pipe; None when the other end has closed it."
+    import pickle
+    head = f.read(8)
+    if len(head) < 8: return None
+    return pickle.loads(f.read(int.from_bytes(head, "little")))
+
+def _die_with_parent():
+    "Have the kernel kill this process when its parent dies (Linux), and watch for it anyway (a parent gone: exit)."
+    import ctypes, os, signal, threading, time
+    parent = os.getppid()
+    try: ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)          # PR_SET_PDEATHSIG
+    except (OSError, AttributeError): pass
+    def watch():
+        while True:
+            if os.getppid() != parent: os._exit(1)
+            time.sleep(1)
+    threading.Thread(target=watch, daemon=True).start()
+
+def _pool_worker():
+    "A `GeneratorPool` worker: build one generator from the first message, then answer `generate` calls until told to stop."
+    import os, sys, traceback
+    talk = os.fdopen(os.dup(1), "wb"); os.dup2(2, 1)       # the pipe carries messages only; prints and logs go to stderr
+    _die_with_parent(); inp = sys.stdin.buffer
+    spec = _recv(inp)
+    if spec is None: return
+    try:
+        g = make_generator(spec["model"], spec["tokenizer"], spec["backend"], spec["batch_size"], spec["dtype"], **spec["kw"])
+        _send(talk, ("ready", type(g).__name__))
+    except BaseException: _send(talk, ("error", traceback.format_exc())); return
+    try:
+        while (msg := _recv(inp)) is not None and msg[0] == "generate":
+            try: out = g.generate(**msg[1]); _send(talk, ("ok", out.texts, out.n_tokens, out.seconds))
+            except Exception: _send(talk, ("error", traceback.format_exc()))
+    finally:
+        if callable(getattr(g, "close", None)): g.close()
+
+class GeneratorPool:
+    "`engines` generators in as many worker processes, each given every `engines`-th prompt of a call; texts in prompt order."
+    def __init__(self, model, tokenizer, backend: str = "auto", engines: int = 2, batch_size: int = 16, dtype: str = "auto",
+                 gpu_memory_utilization: float = 0.85, **kw):
+        import subprocess, sys
+        from pathlib import Path
+        if not isinstance(engines, int) or engines < 1: raise ValueError(f"engines must be a positive int, not {engines!r}")
+        if not isinstance(model, (str, Path)):
+            raise TypeError(f"a GeneratorPool loads the model in each worker: pass its path, not a {type(model).__name__}")
+        self.backend = resolve_backend(str(model), backend); self.engines, self.procs = engines, []
+        try:
+            for i in range(engines):
+                wkw = dict(kw)
+                if self.backend == "vllm":          # the GPU's memory shared out; engine core in the worker; seeds apart
+                    wkw.update(gpu_memory_utilization=gpu_memory_utilization / engines, seed=kw.get("seed", 0) + i)
+                    wkw.setdefault("in_process", True)
+                p = subprocess.Popen([sys.executable, "-c", "from mathworklog.evaluate import _pool_worker; _pool_worker()"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                self.procs.append(p)
+                _send(p.stdin, dict(model=str(model), tokenizer=tokenizer, backend=self.backend, batch_size=batch_size, dtype=dtype, kw=wkw))
+            for i, p in enumerate(self.procs):
+                msg = _recv(p.stdout)
+                if msg is None or msg[0] != "ready":
+                    raise RuntimeError(f"engine {i} of {engines} did not start (exit code {p.poll()})" + (f":\n{msg[1]}" if msg else ""))
+        except BaseException: self.close(); raise
+    def generate(self, prompts, n=1, temperature=0.0, max_new_tokens=256, seed=None) -> Generation:
+        "Each worker samples its share at once; with `seed`, worker i seeds its call with `seed + i`."
+        prompts = list(prompts); live = [i for i in range(self.engines) if prompts[i::self.engines]]
+        if not self.procs: raise RuntimeError("this GeneratorPool is closed")
+        t0 = time.perf_counter()
+        for i in live: _send(self.procs[i].stdin, ("generate", dict(prompts=prompts[i::self.engines], n=n, temperature=temperature,
+                                                                    max_new_tokens=max_new_tokens, seed=None if seed is None else seed + i)))
+        texts, n_tok, errors = [None] * len(prompts), 0, []
+        for i in live:
+            msg = _recv(self.procs[i].stdout)
+            if msg is None or msg[0] != "ok": errors.append(f"engine {i}: " + (msg[1] if msg else f"exited (code {self.procs[i].poll()})")); continue
+            texts[i::self.engines] = msg[1]; n_tok += msg[2]
+        if errors: raise RuntimeError("generation failed in the pool:\n" + "\n".join(errors))
+        return Generation(texts, n_tok, time.perf_counter() - t0)
+    def close(self):
+        "Stop every worker (a polite close, then a kill after 60 s)."
+        import subprocess
+        for p in self.procs:
+            try: p.stdin.close()
+            except OSError: pass
+        for p in self.procs:
+            try: p.wait(timeout=60)
+            except subprocess.TimeoutExpired: p.kill(); p.wait()
+            p.stdout.close()
+        self.procs = []
+    def __enter__(self): return self
+    def __exit__(self, *exc): self.close()
+    def __del__(self):
+        try: self.close()
+        except Exception: pass
 
 # %% ../nbs/02_baseline.ipynb #4ad1d77a
 CHECKS = ("lenient", "strict", "format", "exact")

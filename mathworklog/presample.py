@@ -123,18 +123,19 @@ def load_rl_set(run, records: list[dict], min_n: int = 0) -> list[dict]:
 
 # %% ../nbs/04_presample.ipynb #74c2f769
 @contextlib.contextmanager
-def generating(model, tokenizer, backend: str = "auto", batch_size: int = 64):
-    "A generator for `model` (a path, run model folder or loaded HF model) for the block; a vLLM engine is shut down after it."
-    gen = make_generator(str(model) if isinstance(model, Path) else model, tokenizer, backend, batch_size=batch_size)
+def generating(model, tokenizer, backend: str = "auto", batch_size: int = 64, engines: int = 1):
+    "A generator for `model` (a path, run model folder or loaded HF model; `engines` > 1: a path) for the block; engines are shut down after it."
+    gen = make_generator(str(model) if isinstance(model, Path) else model, tokenizer, backend, batch_size=batch_size, engines=engines)
     try: yield gen
     finally:
         if callable(getattr(gen, "close", None)): gen.close()
 
 def re_presample(model, tokenizer, records: list[dict], run: Run, k: int = 8, temperature: float = 1.0, max_new_tokens: int = 512,
-                 backend: str = "auto", batch_size: int = 64, name: str = "presample", seed: int = 0, generator=None) -> pd.DataFrame:
+                 backend: str = "auto", batch_size: int = 64, name: str = "presample", seed: int = 0, generator=None,
+                 engines: int = 1) -> pd.DataFrame:
     "Presample `model` (through `generator` when one is open) on `records` and save the table under `run` with its provenance."
     check_int("k", k, 1); check_int("max_new_tokens", max_new_tokens, 1)
-    with contextlib.nullcontext(generator) if generator is not None else generating(model, tokenizer, backend, batch_size) as gen:
+    with contextlib.nullcontext(generator) if generator is not None else generating(model, tokenizer, backend, batch_size, engines) as gen:
         df = presample(gen, tokenizer, records, k, temperature, max_new_tokens, seed)
     save_presample(run, df, name, model=str(model), k=k, temperature=temperature, backend=type(gen).__name__)
     return df
@@ -150,12 +151,12 @@ def heldout_eval(generator, tokenizer, test: list[dict], run: Run|None = None, p
 
 def after_warmup(run: Run, model, tokenizer, train: list[dict], test: list[dict], trained_on=(), start: Run|None = None,
                  before: dict|None = None, k: int = 8, eval_k: int = 4, max_new_tokens: int = 512, batch_size: int = 64,
-                 scoring: str = "lenient", backend: str = "auto", seed: int = 0) -> dict:
+                 scoring: str = "lenient", backend: str = "auto", seed: int = 0, engines: int = 1) -> dict:
     "Evaluate `model` on `test`, re-presample all of `train`, save the RL set (1…k−1 minus every warm-up question so far); the figures."
     check_int("k", k, 1); check_int("eval_k", eval_k, 1); check_choice("scoring", scoring, SCORINGS)
     exclude = {int(r["idx"]) if isinstance(r, dict) else int(r) for r in trained_on}
     if start is not None: exclude |= set((rl_set_info(start) or {}).get("warmup_idx", []))
-    with generating(model, tokenizer, backend, batch_size) as gen:
+    with generating(model, tokenizer, backend, batch_size, engines) as gen:
         ev = heldout_eval(gen, tokenizer, test, run, k=eval_k, max_new_tokens=max_new_tokens, seed=seed)
         df = re_presample(model, tokenizer, train, run, k=k, max_new_tokens=max_new_tokens, seed=seed, generator=gen)
     idx = save_rl_set(run, df, exclude, scoring)

@@ -157,17 +157,29 @@ def measured_markdown(folder="bench/h200") -> str:
                 + (" (target 0.8 / 0.4 reached)." if ls.get("reached_at_step") else " (target not reached)."), ""]
     lv = load("live_sync").get("arms") or {}
     if lv:
-        from mathworklog.sync import LIVE_ARMS, live_gap
+        from mathworklog.sync import LIVE_ARMS
         at = lambda s, k, i: (s.get(k) or [None])[i]
         ran = [a for a in LIVE_ARMS if (lv.get(a) or {}).get("steps")]
-        gap = live_gap(d/"live_sync.json")
-        out += [f"Live sync experiment (`bench/live_sync.py`, GRPO through TRL's colocated vLLM from the learning start): "
-                + ", ".join(f"{a} ({lv[a]['steps']} steps: TRL's sampling log-prob difference {_num(at(lv[a], 'sampling_logp_difference', 0), '{:.4f}')} → "
-                            f"{_num(at(lv[a], 'sampling_logp_difference', -1), '{:.4f}')}, IS ratio → {_num(at(lv[a], 'importance_sampling_ratio', -1), '{:.3f}')})"
-                            for a in ran) + "."
-                + (" Unpatched minus its patched twin at the last step: " + ", ".join(f"{c} {_num(gap[c].iloc[-1], '{:+.5f}')}" for c in gap.columns) + "."
-                   if len(gap.columns) else "")
-                + (" No series (see the JSON's note): " + ", ".join(a for a in LIVE_ARMS if a not in ran) + "." if len(ran) < len(LIVE_ARMS) else ""), ""]
+        from mathworklog.sync import suspect
+        mean = lambda xs: sum(xs) / len(xs) if xs else None
+        out += ["Live sync experiment (`bench/live_sync.py`, GRPO through TRL's colocated vLLM from the learning start; step 1 → largest → last; "
+                "suspect: the run's own note says its trainer stopped learning):", "",
+                "| arm | steps | lr | TRL log-prob difference | IS ratio, last | probe: trainer vs vLLM | trainer drift, last | vLLM drift, last | reward, first 10 → last 10 | |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
+        for a in ran:
+            s = lv[a]; diff = [x for x in s.get("sampling_logp_difference") or [] if x is not None]; r = [x for x in s.get("reward") or [] if x is not None]
+            out.append(f"| {a} | {s['steps']} | {s.get('lr', float('nan')):g} | {_num(at(s, 'sampling_logp_difference', 0), '{:.4f}')} → {_num(max(diff, default=None), '{:.4f}')} → "
+                       f"{_num(at(s, 'sampling_logp_difference', -1), '{:.4f}')} | {_num(at(s, 'importance_sampling_ratio', -1), '{:.3f}')} | "
+                       f"{_num(at(s, 'probe_mismatch', 0), '{:.4f}')} → {_num(at(s, 'probe_mismatch', -1), '{:.4f}')} | {_num(at(s, 'trainer_drift', -1), '{:.4f}')} | "
+                       f"{_num(at(s, 'vllm_drift', -1), '{:.4f}')} | {_num(mean(r[:10]), '{:.3f}')} → {_num(mean(r[-10:]), '{:.3f}')} | {'suspect' if suspect(s) else ''} |")
+        out += ([f"No series (see the JSON's note): " + ", ".join(a for a in LIVE_ARMS if a not in ran) + "."] if len(ran) < len(LIVE_ARMS) else []) + [""]
+    e = load("vllm_engines")
+    if e.get("rows"):
+        ok = [r for r in e["rows"] if "tokens_per_s" in r]
+        out += [f"vLLM engines side by side on one GPU (`bench/vllm_engines.py`, presample {ok[0]['questions']:,} × {ok[0]['k']} × {ok[0]['max_new_tokens']} tokens): "
+                + ", ".join(f"{r['engines']} engine{'s' if r['engines'] > 1 else ''} {_num(r['tokens_per_s'])} tok/s"
+                            + (f" ({r['over_first']:.2f}×)" if r.get("over_first") else "") for r in ok)
+                + "".join(f"; {r['config']} engines: {r['error'].split(' (')[0]}" for r in e["rows"] if "error" in r) + ".", ""] if ok else []
     m = load("logprob_memory")
     if m:
         out.append(f"Per-token log-probs + backward, 8 × 2,048 tokens × 151,936 rows: full fp32 logits {_num(m.get('full_fp32_logits', {}).get('peak_gib'), '{:.1f}')} GiB peak, "

@@ -20,8 +20,8 @@ __all__ = ['SYNC_FIXES', 'QWEN3_06B_DIMS', 'NOISE_BANDS', 'LIVE_ARMS', 'LIVE_SER
            'reference_weights', 'arrival_table', 'tiny_lora_model', 'stale_tail_bytes', 'bf16_survival',
            'merge_unmerge_drift', 'sync_drift', 'meta_model', 'stuck_layers', 'token_logprobs', 'LocalCopy',
            'vllm_engine_model', 'vllm_hf_weights', 'VLLMCopy', 'probe_batch', 'SyncProbe', 'SyncProbeCallback',
-           'trainer_vllm_copy', 'use_server_transport', 'simulate', 'noise_table', 'plot_live_sync', 'live_sync_table',
-           'live_noise_table', 'live_gap']
+           'trainer_vllm_copy', 'use_server_transport', 'simulate', 'noise_table', 'suspect', 'plot_live_sync',
+           'live_sync_table', 'live_noise_table', 'live_gap']
 
 # %% ../nbs/08_sync_bug.ipynb #66f22fe6
 def trl_generation_for(model):
@@ -161,19 +161,34 @@ def lora_inference_weight(mod):
         if a in mod.lora_A:
             if mod.use_dora.get(a): raise NotImplementedError(f"DoRA adapter {a!r}: its update is not a plain delta weight")
             w = w + mod.get_delta_weight(a)
-    return w
+    return w.to(mod.get_base_layer().weight.dtype)          # PEFT keeps adapters in fp32 over a bf16 base: send what TRL sends
+
+def _stream_ordered(items):
+    """`items`, each step run after the work already queued on the trainer's (default) CUDA stream, and the trainer's stream
+    made to wait for it at the end. vLLM's packed producer advances the iterator inside its own side streams: without this,
+    `merge_adapter()` there may read LoRA weights the optimizer is still writing, and `unmerge_adapter()` later subtract
+    the new ones, so the base weight absorbs the step and the trainer stops moving (seen on the H200, 2026-12-04)."""
+    if not torch.cuda.is_available(): yield from items; return
+    main, it = torch.cuda.default_stream(), iter(items)
+    while True:
+        torch.cuda.current_stream().wait_stream(main)
+        with torch.cuda.stream(main):
+            try: item = next(it)
+            except StopIteration: return
+        torch.cuda.current_stream().wait_stream(main)
+        yield item
 
 def _snapshotting(orig):
     def _iter_named_params(self):
         "TRL's `_iter_named_params`, with each tensor cloned while the adapter is still merged (the worklog's fix)."
         from accelerate.utils import is_peft_model
-        for name, t in orig(self): yield (name, t.detach().clone()) if is_peft_model(self.model) else (name, t)
+        if not is_peft_model(self.model): yield from orig(self); return
+        yield from _stream_ordered((name, t.detach().clone()) for name, t in orig(self))
     _iter_named_params.__wrapped__, _iter_named_params._mathworklog_patch = orig, "clone"
     return _iter_named_params
 
 def _out_of_place(orig):
-    def _iter_named_params(self):
-        "TRL's `_iter_named_params` without merging: a LoRA layer yields base + ΔW computed out of place; nothing of the trainer's is written."
+    def _walk(self):
         from accelerate.utils import is_peft_model
         from peft.tuners.lora import LoraLayer
         model = self.model
@@ -187,6 +202,9 @@ def _out_of_place(orig):
                 name = self._fix_param_name_to_vllm(name, extra_prefixes=["modules_to_save.default."])
                 mod = owner.get(id(param))
                 yield name, (lora_inference_weight(mod).detach() if mod is not None else param.data)
+    def _iter_named_params(self):
+        "TRL's `_iter_named_params` without merging: a LoRA layer yields base + ΔW computed out of place; nothing of the trainer's is written."
+        yield from _stream_ordered(_walk(self))
     _iter_named_params.__wrapped__, _iter_named_params._mathworklog_patch = orig, "out_of_place"
     return _iter_named_params
 
@@ -449,6 +467,9 @@ def trainer_vllm_copy(trainer, buffer_size_bytes: int = 1 << 30):
     g = getattr(trainer, "vllm_generation", None)
     if g is None or getattr(g, "mode", None) != "colocate": return None
     def sync(model):
+        # called from on_step_end, right after the optimizer step was queued: TRL's own sync comes after the logging step
+        # has waited for the GPU, so wait here too (otherwise the sync may read weights the optimizer is still writing)
+        if torch.cuda.is_available(): torch.cuda.synchronize()
         g.sync_weights(); trainer._last_loaded_step = trainer.state.global_step
     return VLLMCopy(g.llm, buffer_size_bytes, sync_fn=sync)
 
@@ -508,7 +529,12 @@ LIVE_ARMS = {"fp32_unpatched": ("float32", True, None), "fp32_patched": ("float3
              "bf16_unpatched": ("bfloat16", True, None), "bf16_patched": ("bfloat16", True, "clone"),
              "bf16_out_of_place": ("bfloat16", True, "out_of_place"), "fp32_full_ft": ("float32", False, None)}
 LIVE_SERIES = (("sampling_logp_difference", "TRL: sampling log-prob difference"), ("importance_sampling_ratio", "TRL: IS ratio (mean)"),
-               ("probe_mismatch", "probe: trainer vs vLLM"), ("vllm_drift", "probe: vLLM's drift from the start"))
+               ("probe_mismatch", "probe: trainer vs vLLM"), ("trainer_drift", "probe: trainer's drift from the start"),
+               ("vllm_drift", "probe: vLLM's drift from the start"))
+
+def suspect(arm: dict) -> bool:
+    "An arm whose run the session that made it flagged (its `note` starts with SUSPECT): drawn dashed, marked in tables."
+    return str(arm.get("note", "")).startswith("SUSPECT")
 
 def plot_live_sync(path, reference: dict|None = None):
     "The live experiment's arms from `live_sync.json`, one panel per series; `reference`: {series: [(step, value, label)]} drawn as the worklog's."
@@ -517,7 +543,7 @@ def plot_live_sync(path, reference: dict|None = None):
     fig, axes = plt.subplots(1, len(LIVE_SERIES), figsize=(4 * len(LIVE_SERIES), 3.2))
     for ax, (key, title) in zip(axes, LIVE_SERIES):
         for arm, s in arms.items():
-            if s.get(key): ax.plot(range(1, len(s[key]) + 1), s[key], ".-", label=arm)
+            if s.get(key): ax.plot(range(1, len(s[key]) + 1), s[key], ".--" if suspect(s) else ".-", label=arm + (" (suspect)" if suspect(s) else ""))
         for step, v, label in (reference or {}).get(key, []): ax.plot([step], [v], "k*", ms=10); ax.annotate(label, (step, v), fontsize=7)
         ax.set(title=title, xlabel="step"); ax.title.set_fontsize(9)
     axes[0].legend(fontsize=7); fig.tight_layout(); return fig
@@ -531,7 +557,7 @@ def live_sync_table(path, steps=(1, 10, 20)) -> pd.DataFrame:
     for arm, s in arms.items():
         n = s.get("steps") or len(s.get("reward") or [])
         for st in sorted({x for x in steps if x <= n} | ({n} if n else set())):
-            rows.append(dict(arm=arm, step=st, **{c: (s.get(c) or [None] * n)[st - 1] for c in LIVE_COLUMNS}))
+            rows.append(dict(arm=arm, step=st, **{c: (s.get(c) or [None] * n)[st - 1] for c in LIVE_COLUMNS}, suspect=suspect(s)))
     return pd.DataFrame(rows)
 
 def live_noise_table(path, arm: str, when: str = "first") -> pd.DataFrame:

@@ -1,0 +1,83 @@
+"""Does TRL's LoRA sync race the optimizer when vLLM's packed producer drives it? (GPU only; TRL and PEFT, vLLM optional.)
+On the H200 (2026-12-04) the live experiment's clone-fix arms stopped learning: in fp32 the trainer's probe drift
+stayed at 0.0019154 ± 1e-8 for 29 steps while the unpatched and out-of-place arms drifted to 0.0127. The suspect:
+vLLM's `packed_nccl_broadcast_producer` advances the sync iterator inside its own CUDA side streams, so TRL's
+`merge_adapter()` may run before the optimizer's kernels on the default stream have written the new LoRA weights, and
+`unmerge_adapter()` (queued later) subtracts the new ones: the base weight absorbs each step and the effective weight
+never moves. This script trains a LoRA model of the gpu preset's shape a few steps with plain AdamW and, right after
+each `optimizer.step()` (as the probe callback syncs, before anything waits for the GPU), drives TRL's sync generator
+through the producer's stream pattern (vLLM's own when installed, else the same loop written out here), then measures
+the trainer's drift from the start on fixed tokens. Modes: unpatched, `clone_on_side_stream` (the clone fix as it was
+before the stream ordering), and the library's `clone` and `out_of_place`. Prints one row per mode and step; saves
+--out/stream_race.json."""
+import argparse, json, os, time
+from pathlib import Path
+import torch
+
+def producer_pattern(items, buffer_size_bytes, num_buffers=2):
+    "vLLM's packed producer's stream use: each chunk packed (and the iterator advanced) on its own side stream."
+    try:
+        from vllm.distributed.weight_transfer.packed_tensor import packed_nccl_broadcast_producer
+        class Sink:
+            def broadcast(self, tensor, src=0, stream=None): self.last = tensor.clone()
+        packed_nccl_broadcast_producer(iter(items), Sink(), 0, lambda it: it[1], buffer_size_bytes, num_buffers); return "vllm"
+    except ImportError: pass
+    streams, hold, idx, it = [torch.cuda.Stream() for _ in range(num_buffers)], [None] * num_buffers, 0, iter(items)
+    while True:
+        streams[idx].synchronize(); hold[idx] = None
+        with torch.cuda.stream(streams[idx]):
+            parts, total = [], 0
+            for _, t in it:
+                parts.append(t.contiguous().view(torch.uint8).view(-1)); total += parts[-1].numel()
+                if total > buffer_size_bytes: break
+            if not parts: return "mimic"
+            hold[idx] = torch.cat(parts).clone(); idx = (idx + 1) % num_buffers
+
+def old_clone(orig):
+    "The clone fix before 2026-12-04: clones on whatever stream the caller is on."
+    def _iter_named_params(self):
+        for name, t in orig(self): yield name, t.detach().clone()
+    _iter_named_params.__wrapped__, _iter_named_params._mathworklog_patch = orig, "clone"
+    return _iter_named_params
+
+def run(mode, a):
+    from trl.generation.vllm_generation import VLLMGeneration
+    from mathworklog.core import load_tokenizer, model_path, seed_everything
+    from mathworklog.data import load_gsm8k, prepare
+    from mathworklog.sync import SyncPatch, patch_trl_lora_sync, probe_batch, tiny_lora_model, token_logprobs, trl_generation_for
+    seed_everything(0); tok = load_tokenizer(); path = model_path("shaped", tok, "gpu")
+    pm = tiny_lora_model(path, r=16, dtype=getattr(torch, a.dtype), scale=0.0)
+    ids, mask, keep = probe_batch(tok, prepare(load_gsm8k("test", n=8)), max_tokens=64)
+    ids, mask = ids.cuda(), mask.cuda()
+    opt = torch.optim.AdamW([p for p in pm.parameters() if p.requires_grad], lr=a.lr)
+    g = trl_generation_for(pm); start = token_logprobs(pm, ids, mask, keep); n = mask[:, -keep:].sum()
+    orig = VLLMGeneration._iter_named_params
+    if mode == "clone_on_side_stream": VLLMGeneration._iter_named_params = old_clone(orig); ctx = SyncPatch(orig, "clone")
+    else: ctx = patch_trl_lora_sync(mode) if mode != "unpatched" else SyncPatch(None)
+    rows = []
+    with ctx:
+        for step in range(1, a.steps + 1):
+            loss = -token_logprobs(pm, ids, mask, keep, grad=True).sum() / n
+            loss.backward(); opt.step(); opt.zero_grad()          # queued on the default stream; nothing waits for it
+            how = producer_pattern(g._iter_named_params(), a.buffer_mib << 20)
+            torch.cuda.synchronize()
+            lp = token_logprobs(pm, ids, mask, keep)
+            rows.append(dict(mode=mode, step=step, trainer_drift=float((lp - start).abs().sum() / n), transport=how))
+            print(json.dumps(rows[-1]), flush=True)
+    VLLMGeneration._iter_named_params = orig
+    del pm, opt; torch.cuda.empty_cache()
+    return rows
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--modes", nargs="+", default=["unpatched", "clone_on_side_stream", "clone", "out_of_place"])
+    ap.add_argument("--steps", type=int, default=8); ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"]); ap.add_argument("--buffer-mib", type=int, default=1024)
+    ap.add_argument("--preset", default="gpu", choices=["gpu"]); ap.add_argument("--out", default=os.environ.get("OUT", "bench/results"))
+    a = ap.parse_args()
+    if not torch.cuda.is_available(): raise SystemExit("stream_race.py needs a CUDA GPU: the race is between CUDA streams")
+    out = Path(a.out); out.mkdir(parents=True, exist_ok=True); res = dict(args=vars(a), rows=[])
+    for m in a.modes:
+        t = time.perf_counter(); res["rows"] += run(m, a)
+        print(m, f"{time.perf_counter() - t:.1f} s", flush=True)
+        tmp = out/"stream_race.json.tmp"; tmp.write_text(json.dumps(res, indent=2)); os.replace(tmp, out/"stream_race.json")
