@@ -574,4 +574,5 @@ def live_gap(path, key: str = "sampling_logp_difference", fixes=("patched", "out
         for fix in fixes:
             f = (arms.get(f"{dt}_{fix}") or {}).get(key)
             if u and f: cols[f"{dt}: unpatched − {fix.replace('_', ' ')}"] = [a - b if a is not None and b is not None else None for a, b in zip(u, f)]
-    return pd.DataFrame(cols, index=pd.RangeIndex(1, 1 + max(map(len, cols.values()), default=0), name="step"))
+    df = pd.DataFrame({k: pd.Series(v, index=range(1, len(v) + 1), dtype="float64") for k, v in cols.items()})   # arms of unequal length: NaN past the shorter
+    return df.reindex(pd.RangeIndex(1, 1 + max(map(len, cols.values()), default=0), name="step"))
