@@ -66,6 +66,18 @@ def test_vllm_greedy_equals_hf_generate_fp32(shaped, tok, prompts):
     report(greedy_identical_fp32=dict(share=same, prompts=len(hf), new_tokens=32))
     assert same >= 0.75, f"vLLM and HF greedy agree on only {same:.0%} of prompts in fp32"
 
+def test_generator_pool_of_vllm_engines(shaped, tok, prompts):
+    "Chapter 04's pool: two engines in two worker processes on the one GPU give one engine's greedy texts, in prompt order."
+    from mathworklog.evaluate import GeneratorPool
+    with engine(shaped, tok) as g: one = g.generate(prompts, n=1, temperature=0.0, max_new_tokens=24)
+    with GeneratorPool(shaped, tok, "vllm", engines=2, dtype="float32", gpu_memory_utilization=0.5, enforce_eager=True,
+                       max_model_len=1024) as pool:
+        two = pool.generate(prompts, n=1, temperature=0.0, max_new_tokens=24)
+        sampled = pool.generate(prompts, n=2, temperature=1.0, max_new_tokens=24)
+    same = sum(a == b for a, b in zip(one.texts, two.texts)) / len(prompts)
+    report(generator_pool=dict(engines=2, greedy_same_as_one_engine=same, prompts=len(prompts)))
+    assert same >= 0.9 and [len(t) for t in sampled.texts] == [2] * len(prompts)
+
 def test_vllm_copy_logprobs_match_hf(shaped, tok):
     from transformers import AutoModelForCausalLM
     from mathworklog.sync import VLLMCopy, probe_batch, token_logprobs
