@@ -297,17 +297,21 @@ class GeneratorPool:
         except BaseException: self.close(); raise
     def generate(self, prompts, n=1, temperature=0.0, max_new_tokens=256, seed=None) -> Generation:
         "Each worker samples its share at once; with `seed`, worker i seeds its call with `seed + i`."
-        prompts = list(prompts); live = [i for i in range(self.engines) if prompts[i::self.engines]]
         if not self.procs: raise RuntimeError("this GeneratorPool is closed")
-        t0 = time.perf_counter()
-        for i in live: _send(self.procs[i].stdin, ("generate", dict(prompts=prompts[i::self.engines], n=n, temperature=temperature,
-                                                                    max_new_tokens=max_new_tokens, seed=None if seed is None else seed + i)))
-        texts, n_tok, errors = [None] * len(prompts), 0, []
+        prompts = list(prompts); live = [i for i in range(self.engines) if prompts[i::self.engines]]
+        t0 = time.perf_counter(); texts, n_tok, errors, sent = [None] * len(prompts), 0, [], []
         for i in live:
+            try: _send(self.procs[i].stdin, ("generate", dict(prompts=prompts[i::self.engines], n=n, temperature=temperature,
+                                                             max_new_tokens=max_new_tokens, seed=None if seed is None else seed + i)))
+            except OSError: errors.append(f"engine {i}: exited (code {self.procs[i].poll()})"); continue
+            sent.append(i)
+        for i in sent:
             msg = _recv(self.procs[i].stdout)
             if msg is None or msg[0] != "ok": errors.append(f"engine {i}: " + (msg[1] if msg else f"exited (code {self.procs[i].poll()})")); continue
             texts[i::self.engines] = msg[1]; n_tok += msg[2]
-        if errors: raise RuntimeError("generation failed in the pool:\n" + "\n".join(errors))
+        if errors:
+            if any(p.poll() is not None for p in self.procs): self.close()     # an engine is gone: the pool cannot serve again
+            raise RuntimeError("generation failed in the pool:\n" + "\n".join(errors))
         return Generation(texts, n_tok, time.perf_counter() - t0)
     def close(self):
         "Stop every worker (a polite close, then a kill after 60 s)."
