@@ -164,18 +164,22 @@ def lora_inference_weight(mod):
     return w.to(mod.get_base_layer().weight.dtype)          # PEFT keeps adapters in fp32 over a bf16 base: send what TRL sends
 
 def _stream_ordered(items):
-    """`items`, each step run after the work already queued on the trainer's (default) CUDA stream, and the trainer's stream
-    made to wait for it at the end. vLLM's packed producer advances the iterator inside its own side streams: without this,
+    """`items`, each step run on the trainer's (default) CUDA stream after the work already queued there, and the caller's
+    stream made to wait for it. vLLM's packed producer advances the iterator inside its own side streams: without this,
     `merge_adapter()` there may read LoRA weights the optimizer is still writing, and `unmerge_adapter()` later subtract
-    the new ones, so the base weight absorbs the step and the trainer stops moving (seen on the H200, 2026-12-04)."""
+    the new ones, so the base weight absorbs the step and the trainer stops moving (the suspected cause of the frozen clone
+    arms on the H200, 2026-12-04; `bench/stream_race.py` checks it on a GPU)."""
     if not torch.cuda.is_available(): yield from items; return
     main, it = torch.cuda.default_stream(), iter(items)
     while True:
-        torch.cuda.current_stream().wait_stream(main)
+        cur = torch.cuda.current_stream(); cur.wait_stream(main)
         with torch.cuda.stream(main):
             try: item = next(it)
             except StopIteration: return
-        torch.cuda.current_stream().wait_stream(main)
+        cur.wait_stream(main)
+        t = item[1] if isinstance(item, tuple) and len(item) == 2 else None
+        # a tensor made on the trainer's stream and read on the consumer's: not to be reused before that read is done
+        if isinstance(t, torch.Tensor) and t.is_cuda and cur != main: t.record_stream(cur)
         yield item
 
 def _snapshotting(orig):
