@@ -9,19 +9,24 @@ each `optimizer.step()` (as the probe callback syncs, before anything waits for 
 through the producer's stream pattern (vLLM's own when installed, else the same loop written out here), then measures
 the trainer's drift from the start on fixed tokens. Modes: unpatched, `clone_on_side_stream` (the clone fix as it was
 before the stream ordering), and the library's `clone` and `out_of_place`. Prints one row per mode and step; saves
---out/stream_race.json."""
+--out/stream_race.json.
+How to read it: unpatched TRL runs the same merge/unmerge on the same side streams, and in the live run its trainer did
+learn; so the stream race explains the freeze only if `clone_on_side_stream` freezes here while `unpatched` does not. If
+neither freezes, the other candidate is memory: the live waves peaked at 142 of 143 GB, the clone fix allocates a copy of
+every tensor per sync, and the arms ran with expandable segments (set here too) — re-run one clone arm alone to test it."""
 import argparse, json, os, time
 from pathlib import Path
+os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")    # as the live arms ran
 import torch
 
 def producer_pattern(items, buffer_size_bytes, num_buffers=2):
     "vLLM's packed producer's stream use: each chunk packed (and the iterator advanced) on its own side stream."
-    try:
-        from vllm.distributed.weight_transfer.packed_tensor import packed_nccl_broadcast_producer
+    try: from vllm.distributed.weight_transfer.packed_tensor import packed_nccl_broadcast_producer
+    except ImportError: packed_nccl_broadcast_producer = None
+    if packed_nccl_broadcast_producer is not None:
         class Sink:
             def broadcast(self, tensor, src=0, stream=None): self.last = tensor.clone()
         packed_nccl_broadcast_producer(iter(items), Sink(), 0, lambda it: it[1], buffer_size_bytes, num_buffers); return "vllm"
-    except ImportError: pass
     streams, hold, idx, it = [torch.cuda.Stream() for _ in range(num_buffers)], [None] * num_buffers, 0, iter(items)
     while True:
         streams[idx].synchronize(); hold[idx] = None

@@ -216,6 +216,8 @@ def resolve_backend(model, backend: str = "auto") -> str:
 def make_generator(model, tokenizer, backend: str = "auto", batch_size: int = 16, dtype: str = "auto", engines: int = 1, **kw):
     """An HF or vLLM generator: `auto` picks vLLM on a GPU box that has it, HF otherwise; `dtype` auto: bf16 on a GPU, fp32
     on the CPU; `engines` > 1: a `GeneratorPool` of that many (the model given as a path)."""
+    from pathlib import Path
+    if isinstance(model, Path): model = str(model)
     backend = resolve_backend(model, backend)
     if engines != 1: return GeneratorPool(model, tokenizer, backend, engines, batch_size, dtype, **kw)
     import torch
@@ -241,11 +243,10 @@ def _recv(f):
     return pickle.loads(f.read(int.from_bytes(head, "little")))
 
 def _die_with_parent():
-    "Have the kernel kill this process when its parent dies (Linux), and watch for it anyway (a parent gone: exit)."
-    import ctypes, os, signal, threading, time
+    """Exit when the process that started this one is gone (checked every second; an idle worker also sees its pipe close).
+    Not PR_SET_PDEATHSIG: that fires when the *thread* that started the worker exits, and pools are built in threads."""
+    import os, threading, time
     parent = os.getppid()
-    try: ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)          # PR_SET_PDEATHSIG
-    except (OSError, AttributeError): pass
     def watch():
         while True:
             if os.getppid() != parent: os._exit(1)
@@ -279,6 +280,7 @@ class GeneratorPool:
         if not isinstance(engines, int) or engines < 1: raise ValueError(f"engines must be a positive int, not {engines!r}")
         if not isinstance(model, (str, Path)):
             raise TypeError(f"a GeneratorPool loads the model in each worker: pass its path, not a {type(model).__name__}")
+        if kw.get("request_seeds"): raise ValueError("request_seeds needs one engine: a pool's workers would reuse each other's seeds")
         self.backend = resolve_backend(str(model), backend); self.engines, self.procs = engines, []
         try:
             for i in range(engines):
@@ -290,33 +292,42 @@ class GeneratorPool:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
                 self.procs.append(p)
                 _send(p.stdin, dict(model=str(model), tokenizer=tokenizer, backend=self.backend, batch_size=batch_size, dtype=dtype, kw=wkw))
-            for i, p in enumerate(self.procs):
-                msg = _recv(p.stdout)
-                if msg is None or msg[0] != "ready":
-                    raise RuntimeError(f"engine {i} of {engines} did not start (exit code {p.poll()})" + (f":\n{msg[1]}" if msg else ""))
-        except BaseException: self.close(); raise
+                # vLLM sizes its KV cache from the GPU's free memory before and after its own profiling: engines started
+                # together would count each other's memory as their own, so each waits for the one before it
+                if self.backend == "vllm": self._ready(i)
+            if self.backend != "vllm":
+                for i in range(engines): self._ready(i)
+        except BaseException: self.close(kill=True); raise
+    def _ready(self, i):
+        msg = _recv(self.procs[i].stdout)
+        if msg is None or msg[0] != "ready":
+            raise RuntimeError(f"engine {i} of {self.engines} did not start (exit code {self.procs[i].poll()})" + (f":\n{msg[1]}" if msg else ""))
     def generate(self, prompts, n=1, temperature=0.0, max_new_tokens=256, seed=None) -> Generation:
         "Each worker samples its share at once; with `seed`, worker i seeds its call with `seed + i`."
         if not self.procs: raise RuntimeError("this GeneratorPool is closed")
         prompts = list(prompts); live = [i for i in range(self.engines) if prompts[i::self.engines]]
         t0 = time.perf_counter(); texts, n_tok, errors, sent = [None] * len(prompts), 0, [], []
-        for i in live:
-            try: _send(self.procs[i].stdin, ("generate", dict(prompts=prompts[i::self.engines], n=n, temperature=temperature,
-                                                             max_new_tokens=max_new_tokens, seed=None if seed is None else seed + i)))
-            except OSError: errors.append(f"engine {i}: exited (code {self.procs[i].poll()})"); continue
-            sent.append(i)
-        for i in sent:
-            msg = _recv(self.procs[i].stdout)
-            if msg is None or msg[0] != "ok": errors.append(f"engine {i}: " + (msg[1] if msg else f"exited (code {self.procs[i].poll()})")); continue
-            texts[i::self.engines] = msg[1]; n_tok += msg[2]
+        try:
+            for i in live:
+                try: _send(self.procs[i].stdin, ("generate", dict(prompts=prompts[i::self.engines], n=n, temperature=temperature,
+                                                                 max_new_tokens=max_new_tokens, seed=None if seed is None else seed + i)))
+                except OSError: errors.append(f"engine {i}: exited (code {self.procs[i].poll()})"); continue
+                sent.append(i)
+            for i in sent:
+                msg = _recv(self.procs[i].stdout)
+                if msg is None or msg[0] != "ok": errors.append(f"engine {i}: " + (msg[1] if msg else f"exited (code {self.procs[i].poll()})")); continue
+                texts[i::self.engines] = msg[1]; n_tok += msg[2]
+        except BaseException:              # interrupted between a request and its answers: unread answers would answer the next call
+            self.close(kill=True); raise
         if errors:
             if any(p.poll() is not None for p in self.procs): self.close()     # an engine is gone: the pool cannot serve again
             raise RuntimeError("generation failed in the pool:\n" + "\n".join(errors))
         return Generation(texts, n_tok, time.perf_counter() - t0)
-    def close(self):
-        "Stop every worker (a polite close, then a kill after 60 s)."
+    def close(self, kill: bool = False):
+        "Stop every worker (a polite close, then a kill after 60 s; `kill`: at once)."
         import subprocess
         for p in self.procs:
+            if kill: p.kill()
             try: p.stdin.close()
             except OSError: pass
         for p in self.procs:

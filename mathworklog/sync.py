@@ -170,12 +170,14 @@ def _stream_ordered(items):
     the new ones, so the base weight absorbs the step and the trainer stops moving (the suspected cause of the frozen clone
     arms on the H200, 2026-12-04; `bench/stream_race.py` checks it on a GPU)."""
     if not torch.cuda.is_available(): yield from items; return
-    main, it = torch.cuda.default_stream(), iter(items)
+    main, it, seen = torch.cuda.default_stream(), iter(items), set()
     while True:
-        cur = torch.cuda.current_stream(); cur.wait_stream(main)
+        cur = torch.cuda.current_stream(); cur.wait_stream(main); seen.add(cur)
         with torch.cuda.stream(main):
             try: item = next(it)
-            except StopIteration: return
+            except StopIteration:             # the trainer's next kernels wait for every read of a live tensor queued so far
+                for s in seen - {main}: main.wait_stream(s)
+                return
         cur.wait_stream(main)
         t = item[1] if isinstance(item, tuple) and len(item) == 2 else None
         # a tensor made on the trainer's stream and read on the consumer's: not to be reused before that read is done
