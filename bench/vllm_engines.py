@@ -28,11 +28,11 @@ def kill_all():
         for p in pool.procs: p.kill()
     CURRENT.clear()
 
-def run_config(cfg, a, prompts):
+def run_config(cfg, a, tok, prompts):
     "One configuration: a `GeneratorPool` of N vLLM engines (chapter 04's code path, one worker process each), warmed up, then the presample at once."
-    from mathworklog.core import load_tokenizer, model_path
+    from mathworklog.core import model_path
     from mathworklog.evaluate import GeneratorPool
-    n, kw = parse(cfg); tok = load_tokenizer(); t_start = time.time()
+    n, kw = parse(cfg); t_start = time.time()
     try:
         g = GeneratorPool(model_path("shaped", tok, "gpu"), tok, "vllm", engines=n, dtype="bfloat16",
                           **({"compilation_config": {"max_cudagraph_capture_size": 1024}} | kw))
@@ -67,7 +67,7 @@ if __name__ == "__main__":
         left = limit - (time.time() - T0) - 15 if limit else 600
         if left < 60: res["rows"].append(dict(config=cfg, error="not run (time)")); continue
         import threading
-        box = {}; th = threading.Thread(target=lambda: box.update(r=run_config(cfg, a, prompts)), daemon=True); th.start(); th.join(left)
+        box = {}; th = threading.Thread(target=lambda: box.update(r=run_config(cfg, a, tok, prompts)), daemon=True); th.start(); th.join(left)
         if th.is_alive(): kill_all(); th.join(10)
         r = box.get("r") or dict(config=cfg, error=f"cut off at {left:.0f} s")
         base = res["rows"][0] if res["rows"] and "tokens_per_s" in res["rows"][0] else None

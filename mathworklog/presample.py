@@ -125,7 +125,7 @@ def load_rl_set(run, records: list[dict], min_n: int = 0) -> list[dict]:
 @contextlib.contextmanager
 def generating(model, tokenizer, backend: str = "auto", batch_size: int = 64, engines: int = 1):
     "A generator for `model` (a path, run model folder or loaded HF model; `engines` > 1: a path) for the block; engines are shut down after it."
-    gen = make_generator(str(model) if isinstance(model, Path) else model, tokenizer, backend, batch_size=batch_size, engines=engines)
+    gen = make_generator(model, tokenizer, backend, batch_size=batch_size, engines=engines)
     try: yield gen
     finally:
         if callable(getattr(gen, "close", None)): gen.close()

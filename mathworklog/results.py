@@ -157,10 +157,9 @@ def measured_markdown(folder="bench/h200") -> str:
                 + (" (target 0.8 / 0.4 reached)." if ls.get("reached_at_step") else " (target not reached)."), ""]
     lv = load("live_sync").get("arms") or {}
     if lv:
-        from mathworklog.sync import LIVE_ARMS
+        from mathworklog.sync import LIVE_ARMS, suspect
         at = lambda s, k, i: (s.get(k) or [None])[i]
         ran = [a for a in LIVE_ARMS if (lv.get(a) or {}).get("steps")]
-        from mathworklog.sync import suspect
         mean = lambda xs: sum(xs) / len(xs) if xs else None
         out += ["Live sync experiment (`bench/live_sync.py`, GRPO through TRL's colocated vLLM from the learning start; step 1 → largest → last; "
                 "suspect: the run's own note says its trainer stopped learning):", "",
