@@ -9,6 +9,7 @@
 # $DEADLINE seconds so that what ran comes back; peak GPU memory per item is sampled with nvidia-smi every 0.5 s.
 # Items: vllm-tests | bench:NAME[:ARGS] | nb:NOTEBOOK[:k=v,k=v] | presample-full[:ARGS] | sync-repro | live-sync[:ARMS[:ARGS]],
 # each optionally followed by @SECONDS (its time limit); ARGS and ARMS are comma-separated.
+# Carry .gpu in every call (tokenizer and GSM8K; the script refuses to run without them).
 # The gpu preset's student is the learning start (core.learned_start): on a fresh box run bench:learning_start first
 # (about 4 minutes; TRL alone suffices, so it can run in the call that carries .v1 with .whlmin/ installed).
 # live-sync: six arms side by side ran out of GPU memory on one H200 (143 GB peak; an fp32 LoRA arm holds ~40 GB): run
@@ -32,6 +33,12 @@ import importlib, importlib.util, torch
 v = {m: getattr(importlib.import_module(m), '__version__', '?') if importlib.util.find_spec(m) else 'absent' for m in ('torch', 'transformers', 'trl', 'peft', 'datasets', 'vllm')}
 print(' '.join(f'{k} {x}' for k, x in v.items()), torch.cuda.get_device_name())" 2>&1 | tail -1 | tee "$W/versions.txt"
 grep -q "trl [0-9]" "$W/versions.txt" || { echo "the box lacks TRL: source .v3/box.sh (or /tmp/dl/box.sh) first, or install .whlmin/ (TRL, datasets)"; exit 1; }
+# the gpu preset reads Qwen2.5's tokenizer and GSM8K from the carried .gpu/ (box.sh exports the two variables when it is
+# there). A call that does not carry .gpu would fall back to the 4,096-token BPE and the bundled problems: on 2026-12-04
+# two GRPO runs from the learning start did exactly that (reward 0.03, entropy 10 at step 1). Refuse instead.
+for v in MATHWORKLOG_TOKENIZER MATHWORKLOG_GSM8K; do
+  [ -d "${!v:-/nonexistent}" ] || { echo "$v is not a folder here (${!v:-unset}): carry .gpu in every call, also after the install (carry [\".gpu\"])" | tee -a "$W/summary.txt"; exit 1; }
+done
 
 # run NAME LIMIT CMD...: the command under a limit, its output in NAME.log, a summary line with rc, seconds and peak GPU memory
 run() {

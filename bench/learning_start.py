@@ -46,8 +46,8 @@ def learning_start(out_dir, model_out, lr=3e-4, batch=32, max_steps=3000, every=
     model_out = Path(model_out) if model_out else cache_dir()/"learning-start"
     from mathworklog.data import load_gsm8k, prepare
     from mathworklog.sft import train_sft
-    tok = load_tokenizer(); base = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
-    train, test = prepare(load_gsm8k("train", n=n_train)), prepare(load_gsm8k("test", n=heldout))
+    tok = load_tokenizer(preset=preset); base = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
+    train, test = prepare(load_gsm8k("train", n=n_train, preset=preset)), prepare(load_gsm8k("test", n=heldout, preset=preset))
     run = new_run("learning_start", preset, params=dict(lr=lr, batch=batch, max_steps=max_steps, heldout=heldout, seed=seed), base_model=base)
     cb = FormatCurve(tok, test, every, max_new_tokens, budget_s=budget_s)
     t0 = time.perf_counter()

@@ -26,7 +26,7 @@ def arm_worker(arm, a):
         vg.LLM = functools.partial(vg.LLM, kv_cache_memory_bytes=int(a.kv_cache_gib * 2**30))
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
-    from mathworklog.core import load_tokenizer, seed_everything
+    from mathworklog.core import model_tokenizer, seed_everything
     from mathworklog.data import load_gsm8k, prepare
     from mathworklog.evaluate import dtype_view
     from mathworklog.grpo import grpo_config, lora_config, recording_trainer_class
@@ -35,7 +35,9 @@ def arm_worker(arm, a):
                                   trainer_vllm_copy, use_server_transport)
     from transformers import TrainerCallback
     from mathworklog.sync import noise_table
+    arm, _, lr = arm.partition("/")                       # ARM/LR: the arm at its own learning rate
     dtype, lora, fix = LIVE_ARMS[arm]
+    lr = float(lr) if lr else a.lr if lora else a.full_lr
     class Deadline(TrainerCallback):
         "Stop training (keeping the steps so far) when the run's deadline is near."
         def on_step_end(self, args, state, control, **kw):
@@ -51,11 +53,11 @@ def arm_worker(arm, a):
                 k = m.bool(); self.noise["last"] = (s[k].float().cpu(), o[k].float().cpu(), self.state.global_step + 1)
                 self.noise.setdefault("first", self.noise["last"])
             return out
-    seed_everything(a.seed); tok = load_tokenizer(); src = dtype_view(a.start, dtype)
-    recs = prepare(load_gsm8k("train", n=a.steps * a.prompts))
+    seed_everything(a.seed); tok = model_tokenizer(a.start); src = dtype_view(a.start, dtype)   # the start's own tokenizer, saved with it
+    recs = prepare(load_gsm8k("train", n=a.steps * a.prompts, preset="gpu"))
     ds = Dataset.from_list([dict(prompt=r["prompt"], answer=r["answer"], steps=r["steps"]) for r in recs])
     with tempfile.TemporaryDirectory() as d:
-        cfg = grpo_config(d, a.steps, a.prompts, a.gens, a.new, lr=a.lr if lora else a.full_lr, rollout="colocate",
+        cfg = grpo_config(d, a.steps, a.prompts, a.gens, a.new, lr=lr, rollout="colocate",
                           precision="fp32" if dtype == "float32" else "bf16", save_steps=10**6, gpu_memory_utilization=a.gpu_mem,
                           seed=a.seed, vllm_max_model_length=1024)
         model = AutoModelForCausalLM.from_pretrained(src, dtype=getattr(torch, dtype))
@@ -63,20 +65,22 @@ def arm_worker(arm, a):
             tr = NoiseRecording(model=model, reward_funcs=REWARD_FUNCS, args=cfg, train_dataset=ds, processing_class=tok,
                                            peft_config=lora_config(16) if lora else None)
             use_server_transport(tr, a.buffer_mib << 20)
-            tr.add_callback(SyncProbeCallback(SyncProbe(trainer_vllm_copy(tr), *probe_batch(tok, prepare(load_gsm8k("test", n=8)), max_tokens=64))))
+            tr.add_callback(SyncProbeCallback(SyncProbe(trainer_vllm_copy(tr), *probe_batch(tok, prepare(load_gsm8k("test", n=8, preset="gpu")), max_tokens=64))))
             tr.add_callback(Deadline())
             t0 = time.perf_counter(); tr.train(); secs = time.perf_counter() - t0
         logs = [h for h in tr.state.log_history if "reward" in h]
         chunks = len(getattr(tr.vllm_generation, "transport_chunks", []) or [])
     out = {v: [h.get(k) for h in logs] for k, v in SERIES.items()}
     out["noise_table"] = {k: dict(step=st, rows=noise_table(sv, ov).to_dict("records")) for k, (sv, ov, st) in tr.noise.items()}
-    out |= dict(dtype=dtype, lora=lora, fix=fix, steps=len(logs), seconds=round(secs, 1), chunks=chunks, lr=a.lr if lora else a.full_lr)
+    out |= dict(dtype=dtype, lora=lora, fix=fix, steps=len(logs), seconds=round(secs, 1), chunks=chunks, lr=lr, prompts=a.prompts, gens=a.gens, max_new_tokens=a.new)
     print("ARM_RESULT " + json.dumps(out))
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--start", default=None, help="default: the learning start (`core.learned_start`)")
-    ap.add_argument("--arms", nargs="+", default=None); ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--arms", nargs="+", default=None, help="arm names from sync.LIVE_ARMS, each optionally ARM/LR (its own learning rate)")
+    ap.add_argument("--key", default="arms", help="where in live_sync.json the arms go: `arms` (the experiment chapter 08 plots) or e.g. "
+                    "`grpo_learns` (longer runs that ask whether GRPO from the learning start raises the reward)"); ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--prompts", type=int, default=8); ap.add_argument("--gens", type=int, default=8); ap.add_argument("--new", type=int, default=256)
     # LoRA lr: the worklog's is 3e-5, but on the learning start 30 steps at 3e-5 moved nothing (H200, 2026-12-04: reward
     # 1.37 -> 1.31 over the first/last 10 steps, TRL's log-prob difference unpatched minus patched +0.00044 at step 30,
@@ -97,7 +101,8 @@ if __name__ == "__main__":
     except MissingResourceError as e: sys.exit(str(e))
     if not (Path(a.start)/"config.json").exists(): sys.exit(f"no model at {a.start}")
     dest = Path(a.out)/"live_sync.json"; dest.parent.mkdir(parents=True, exist_ok=True)
-    res = json.loads(dest.read_text()) if dest.exists() else {"arms": {}}
+    res = json.loads(dest.read_text()) if dest.exists() else {}
+    res.setdefault(a.key, {})
     ls = Path(a.out)/"learning_start.json"
     if ls.exists(): res["learning_start"] = json.loads(ls.read_text())["learning_start"]
     import threading
@@ -108,10 +113,10 @@ if __name__ == "__main__":
     def stream(todo):
         for arm in todo:
             if stopping.is_set() or (deadline and time.time() > deadline - 60): print(arm, "not started (time)", flush=True); return
-            argv = [sys.executable, __file__, "--worker", arm] + [x for k, v in vars(a).items() if k not in ("worker", "arms", "parallel", "deadline")
+            argv = [sys.executable, __file__, "--worker", arm] + [x for k, v in vars(a).items() if k not in ("worker", "arms", "parallel", "deadline", "key")
                                                                   and v is not None for x in (f"--{k.replace('_', '-')}", str(v))]
             if deadline: argv += ["--deadline", str(deadline)]
-            log = Path(a.out)/f"live-sync-{arm}.log"
+            log = Path(a.out)/f"live-sync-{arm.replace('/', '-lr')}.log"
             with open(log, "w") as f:
                 p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=f, text=True)
                 with lock: procs.append(p)
@@ -121,7 +126,7 @@ if __name__ == "__main__":
                 print(arm, f"failed (rc {p.returncode}); the last of {log.name}:", log.read_text()[-2500:], flush=True); return   # this stream stops
             s = json.loads(line[0].split(" ", 1)[1])
             with lock:
-                res["arms"][arm] = s
+                res[a.key][arm] = s
                 tmp = dest.with_suffix(".tmp"); tmp.write_text(json.dumps(res, indent=2)); os.replace(tmp, dest)   # after every arm
             print(f"{arm}: {s['steps']} steps in {s['seconds']} s, {s['chunks']} chunk(s); logp diff {s['sampling_logp_difference'][:1]} → "
                   f"{s['sampling_logp_difference'][-1:]}, IS ratio → {s['importance_sampling_ratio'][-1:]}, probe → {s['probe_mismatch'][-1:]}, "

@@ -23,12 +23,12 @@ def worker(engine, tasks, new, preset, vllm_kw=None, engines=1):
     from mathworklog.core import load_tokenizer, model_path
     from mathworklog.data import load_gsm8k, prepare, render_prompt
     from mathworklog.evaluate import make_generator
-    tok = load_tokenizer(); path = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
+    tok = load_tokenizer(preset=preset); path = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
     t0 = time.perf_counter()
     g = make_generator(path, tok, engine, batch_size=512, dtype="bfloat16" if torch.cuda.is_available() else "float32",
                        engines=engines if engine == "vllm" else 1, **((vllm_kw or {}) if engine == "vllm" else {}))
     start = time.perf_counter() - t0
-    info = dict(engine=type(g).__name__, engine_start_s=round(start, 1), engines=engines if engine == "vllm" else 1)
+    info = dict(engine=type(g).__name__, backend=engine, engine_start_s=round(start, 1), engines=engines if engine == "vllm" else 1)
     if engine == "vllm":
         try:
             if engines == 1:
@@ -43,7 +43,7 @@ def worker(engine, tasks, new, preset, vllm_kw=None, engines=1):
     for t in tasks:
         task, n, k = t["task"], t.get("n") or None, t["k"]
         if engine == "vllm" and engines == 1: g.request_seeds = t.get("request_seeds", False)
-        recs = prepare(load_gsm8k("test" if task == "baseline" else "train", n=n))
+        recs = prepare(load_gsm8k("test" if task == "baseline" else "train", n=n, preset=preset))
         prompts = [render_prompt(tok, r["question"]) for r in recs]
         temp = 1.0 if task == "presample" else 0.0
         if engine == "hf":                                   # compile the batch shape (512 rows) before timing
@@ -106,7 +106,8 @@ def from_run(runs, chapter, backend="VLLMGenerator"):
     return sorted(cands)[-1][1] if cands else None
 
 def key(r):
-    return f"{r['task']}_{'vllm' if r['engine'] == 'VLLMGenerator' else 'hf'}" + ("_request_seeds" if r.get("request_seeds") else "")
+    backend = r.get("backend") or ("vllm" if r["engine"] == "VLLMGenerator" else "hf")      # a GeneratorPool of vLLM engines is vLLM
+    return f"{r['task']}_{backend}" + ("_request_seeds" if r.get("request_seeds") else "")
 
 if __name__ == "__main__":
     import argparse

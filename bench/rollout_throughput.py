@@ -17,7 +17,7 @@ if __name__ == "__main__" and "--vllm-worker" in sys.argv:                      
     from mathworklog.data import load_gsm8k, render_prompt
     from mathworklog.evaluate import VLLMGenerator
     preset, batches, new = sys.argv[sys.argv.index("--preset") + 1], json.loads(sys.argv[sys.argv.index("--batches") + 1]), int(sys.argv[sys.argv.index("--new") + 1])
-    tok = load_tokenizer(); path = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
+    tok = load_tokenizer(preset=preset); path = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
     prompts = [render_prompt(tok, q["question"]) for q in load_gsm8k("test", n=max(batches))]
     g = VLLMGenerator(path, tok, dtype="bfloat16", gpu_memory_utilization=0.5, max_model_len=2048)
     g.generate(prompts[:8], n=1, temperature=1.0, max_new_tokens=16, seed=0)                          # warm-up
@@ -55,7 +55,7 @@ a = args(__doc__, batches=dict(type=int, nargs="+", default=[64, 512]), new=dict
          greedy_tokens=dict(type=int, default=64), profile_steps=dict(type=int, default=16),
          vllm_only=dict(action="store_true", help="only the vLLM rows; the HF rows (for the ratios) from --hf-from"),
          hf_from=dict(default=None, help="a rollout_throughput.json whose HF rows the vLLM rows are compared with"))
-dev = device(); tok = load_tokenizer(); tok.padding_side = "left"
+dev = device(); tok = load_tokenizer(preset=a.preset); tok.padding_side = "left"
 path = model_path("shaped" if a.preset == "gpu" else "tiny", tok, a.preset)
 load = lambda dtype: AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(dev).eval()
 model = None if a.vllm_only else load(torch.bfloat16 if dev == "cuda" else torch.float32)

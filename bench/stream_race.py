@@ -13,7 +13,13 @@ before the stream ordering), and the library's `clone` and `out_of_place`. Print
 How to read it: unpatched TRL runs the same merge/unmerge on the same side streams, and in the live run its trainer did
 learn; so the stream race explains the freeze only if `clone_on_side_stream` freezes here while `unpatched` does not. If
 neither freezes, the other candidate is memory: the live waves peaked at 142 of 143 GB, the clone fix allocates a copy of
-every tensor per sync, and the arms ran with expandable segments (set here too) — re-run one clone arm alone to test it."""
+every tensor per sync, and the arms ran with expandable segments (set here too) — re-run one clone arm alone to test it.
+What it showed (H200, 2026-12-04, fp32, lr 1e-3, 8 steps; bench/h200/stream_race.json, two runs): `clone` and
+`out_of_place` agree at every step and across runs (drift 2.263 at step 2, 4.729 at step 8). Through vLLM's own producer,
+`unpatched` parts from them at step 1 (1.285 vs 1.317) and `clone_on_side_stream` at step 2, its drift falling back to
+0.917 at step 7 (the trainer's weights damaged, not just frozen); with the loop written out (vLLM absent), `unpatched`
+stopped moving at steps 6-8 (3.15878 three times). The race is TRL's own, the unordered clone fix inherited it, and the
+stream ordering ends it; the live clone arms, re-run with it, trained (fp32 trainer drift 0.0019 -> 0.0148 in 30 steps)."""
 import argparse, json, os, time
 from pathlib import Path
 os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")    # as the live arms ran
@@ -50,9 +56,9 @@ def run(mode, a):
     from mathworklog.core import load_tokenizer, model_path, seed_everything
     from mathworklog.data import load_gsm8k, prepare
     from mathworklog.sync import SyncPatch, patch_trl_lora_sync, probe_batch, tiny_lora_model, token_logprobs, trl_generation_for
-    seed_everything(0); tok = load_tokenizer(); path = model_path("shaped", tok, "gpu")
+    seed_everything(0); tok = load_tokenizer(preset="gpu"); path = model_path("shaped", tok, "gpu")
     pm = tiny_lora_model(path, r=16, dtype=getattr(torch, a.dtype), scale=0.0)
-    ids, mask, keep = probe_batch(tok, prepare(load_gsm8k("test", n=8)), max_tokens=64)
+    ids, mask, keep = probe_batch(tok, prepare(load_gsm8k("test", n=8, preset="gpu")), max_tokens=64)
     ids, mask = ids.cuda(), mask.cuda()
     opt = torch.optim.AdamW([p for p in pm.parameters() if p.requires_grad], lr=a.lr)
     g = trl_generation_for(pm); start = token_logprobs(pm, ids, mask, keep); n = mask[:, -keep:].sum()

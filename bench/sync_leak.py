@@ -32,7 +32,7 @@ def main():
     if path is None:
         try: path = learned_start() if a.preset == "gpu" else None
         except MissingResourceError: pass
-    path = path or model_path("shaped" if a.preset == "gpu" else "tiny", load_tokenizer(), a.preset)
+    path = path or model_path("shaped" if a.preset == "gpu" else "tiny", load_tokenizer(preset=a.preset), a.preset)
     rows = []
     for dt in a.dtypes:
         for mode in (None, "clone", "out_of_place"):

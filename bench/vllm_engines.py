@@ -57,7 +57,7 @@ if __name__ == "__main__":
     a = ap.parse_args()
     from mathworklog.core import load_tokenizer
     from mathworklog.data import load_gsm8k, prepare, render_prompt
-    tok = load_tokenizer(); prompts = [render_prompt(tok, r["question"]) for r in prepare(load_gsm8k("train", n=a.questions or None))]
+    tok = load_tokenizer(preset="gpu"); prompts = [render_prompt(tok, r["question"]) for r in prepare(load_gsm8k("train", n=a.questions or None, preset="gpu"))]
     signal.signal(signal.SIGTERM, lambda *_: (kill_all(), sys.exit(143)))
     limit = float(os.environ.get("ITEM_LIMIT", 0) or 0); T0 = time.time()
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True); dest = out/"vllm_engines.json"

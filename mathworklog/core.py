@@ -18,12 +18,13 @@ __all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'PRESETS', 'WORKLOG', 'LORA_RANK', 'H
            'check_number', 'check_choice', 'lora_config', 'lora_scaling', 'project_root', 'runs_root', 'cache_dir',
            'library_versions', 'git_commit', 'atomic_path', 'atomic_write_text', 'locked', 'fresh_path',
            'MalformedRunError', 'RunRefusedError', 'Run', 'new_run', 'find_runs', 'latest_run', 'usable_run',
-           'resolve_run', 'NonFiniteRunError', 'stop_if_nan', 'cpu_threads', 'quiet', 'without_printer', 'log_extra',
-           'seed_everything', 'pick_device', 'precision', 'hub_reachable', 'bundled_data_dir', 'cached_dir',
-           'train_bpe', 'fallback_tokenizer', 'load_tokenizer', 'MissingResourceError', 'require_gpu', 'vocab_rows',
-           'random_qwen2', 'model_path', 'learned_start', 'model_tokenizer', 'load_model', 'model_from', 'proc_stat',
-           'live_processes', 'track_tree', 'signal_pids', 'kill_tree', 'watchdog_main', 'free_port', 'pid_alive',
-           'group_alive', 'OwnedProcess', 'launch', 'launch_main']
+           'resolve_run', 'NonFiniteRunError', 'stop_if_nan', 'cpu_threads', 'quiet', 'tokenizer_source',
+           'without_printer', 'log_extra', 'seed_everything', 'pick_device', 'precision', 'hub_reachable',
+           'bundled_data_dir', 'cached_dir', 'train_bpe', 'fallback_tokenizer', 'load_tokenizer', 'fallback_refused',
+           'MissingResourceError', 'require_gpu', 'vocab_rows', 'random_qwen2', 'model_path', 'learned_start',
+           'model_tokenizer', 'load_model', 'model_from', 'proc_stat', 'live_processes', 'track_tree', 'signal_pids',
+           'kill_tree', 'watchdog_main', 'free_port', 'pid_alive', 'group_alive', 'OwnedProcess', 'launch',
+           'launch_main']
 
 # %% ../nbs/00_core.ipynb #90023c90
 @dataclass(frozen=True)
@@ -378,7 +379,14 @@ def quiet(preset: str|None = None):
         import torch
         dev = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({os.cpu_count()} cores)"
         print(f"mathworklog {__import__('mathworklog').__version__}: preset={preset!r} on {dev}, torch {torch.__version__}, "
-              f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC")
+              f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {tokenizer_source(preset)}")
+
+def tokenizer_source(preset) -> str:
+    "Which tokenizer a run of `preset` reads with, in words (no network call), for the first line of every chapter's output."
+    p = get_preset(preset)
+    if p.vocab_size: return f"tokenizer: the preset's own {p.vocab_size:,}-token BPE"
+    if os.environ.get("MATHWORKLOG_TOKENIZER"): return "tokenizer: Qwen2.5's, from $MATHWORKLOG_TOKENIZER"
+    return "tokenizer: Qwen2.5's, from the hub" + ("" if fallback_refused(p) else " (without it, the offline fallback BPE)")
 
 # %% ../nbs/00_core.ipynb #ab25eaf8
 def without_printer(trainer):
@@ -480,8 +488,8 @@ def fallback_tokenizer(vocab_size: int = 4096):
 
 
 # %% ../nbs/00_core.ipynb #fb212d8e
-def load_tokenizer(source: str|None = None, allow_fallback: bool = True):
-    "The Qwen2.5 tokenizer from `source`, `$MATHWORKLOG_TOKENIZER`, the hub, or the offline fallback."
+def load_tokenizer(source: str|None = None, allow_fallback: bool = True, preset: str|Preset|None = None):
+    "The Qwen2.5 tokenizer from `source`, `$MATHWORKLOG_TOKENIZER`, the hub, or the offline fallback (which the `gpu` and `full` presets refuse)."
     from transformers import AutoTokenizer
     source = source or os.environ.get("MATHWORKLOG_TOKENIZER")
     if source:
@@ -489,12 +497,21 @@ def load_tokenizer(source: str|None = None, allow_fallback: bool = True):
             raise FileNotFoundError(f"Tokenizer {source!r} is neither a local folder nor reachable on the hub.")
         tok = AutoTokenizer.from_pretrained(source)
     elif hub_reachable(): tok = AutoTokenizer.from_pretrained(HUB_TOKENIZER)
-    elif allow_fallback: tok = fallback_tokenizer()
-    else: raise FileNotFoundError(f"No tokenizer: the hub is unreachable and $MATHWORKLOG_TOKENIZER is unset. Either "
-                                  f"connect to the hub ({HUB_TOKENIZER}) or point $MATHWORKLOG_TOKENIZER at a local copy.")
+    elif allow_fallback and not (refuse := fallback_refused(preset)): tok = fallback_tokenizer()
+    else: raise MissingResourceError(
+        f"No Qwen2.5 tokenizer here: $MATHWORKLOG_TOKENIZER is unset and the hub is unreachable. Point $MATHWORKLOG_TOKENIZER "
+        f"at a local copy (a folder holding tokenizer.json), or connect to the hub ({HUB_TOKENIZER})."
+        + (f" The offline fallback (a 4,096-token BPE) is for the tiny preset and fresh clones: preset {get_preset(preset).name!r} "
+           "builds its models over Qwen2.5's vocabulary, and a model trained with one tokenizer reads another's ids as noise. "
+           "Set MATHWORKLOG_ALLOW_BUNDLED=1 to use the fallback anyway." if allow_fallback and refuse else ""))
     if tok.pad_token is None: tok.pad_token = "<|endoftext|>"
     tok.padding_side = "left"
     return tok
+
+def fallback_refused(preset) -> bool:
+    "True for the `gpu` and `full` presets (unless $MATHWORKLOG_ALLOW_BUNDLED=1): their runs need Qwen2.5's tokenizer, not the offline fallback."
+    return (preset is not None and get_preset(preset).name in ("gpu", "full")
+            and os.environ.get("MATHWORKLOG_ALLOW_BUNDLED") != "1")
 
 # %% ../nbs/00_core.ipynb #bbb6a702
 class MissingResourceError(FileNotFoundError):
@@ -538,7 +555,7 @@ def model_path(spec: str, tokenizer=None, preset: str|Preset = "tiny") -> str:
         if tokenizer is None and p.vocab_size:
             raise ValueError(f"preset {p.name!r} builds its model over its own tokenizer: pass "
                              f"`tokenizer=mathworklog.data.preset_tokenizer({p.name!r})`.")
-        tokenizer = tokenizer or load_tokenizer()
+        tokenizer = tokenizer or load_tokenizer(preset=p)
         dims = p.tiny_dims or (TINY_DIMS if spec.startswith("tiny") else QWEN25_05B_DIMS)
         teacher = spec.endswith("teacher")   # the teacher gets padding rows, like Qwen2.5-7B's 152,064
         return random_qwen2(tokenizer, dims, seed=1 if teacher else 0, extra_rows=128 if teacher else 0,

@@ -303,4 +303,4 @@ def preset_tokenizer(preset="tiny"):
     "The tokenizer a preset's models use: `tiny_tokenizer` for a preset with a `vocab_size`, else Qwen2.5's (`core.load_tokenizer`)."
     from mathworklog.core import load_tokenizer
     p = get_preset(preset)
-    return tiny_tokenizer(p.vocab_size) if p.vocab_size else load_tokenizer()
+    return tiny_tokenizer(p.vocab_size) if p.vocab_size else load_tokenizer(preset=p)

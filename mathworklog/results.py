@@ -97,7 +97,7 @@ def _num(v, fmt="{:,.0f}"):
     return "not measured" if v is None else fmt.format(v)
 
 def measured_markdown(folder="bench/h200") -> str:
-    "Markdown tables of the GPU benchmarks in `folder` (grpo_step, rollout_throughput, presample_full, vllm_tests, learning_start, logprob_memory)."
+    "Markdown tables of the GPU benchmarks in `folder` (grpo_step, rollout_throughput, presample_full, vllm_tests, learning_start, live_sync, stream_race, vllm_engines, logprob_memory)."
     d = Path(folder); load = lambda n: json.loads((d/f"{n}.json").read_text()) if (d/f"{n}.json").exists() else {}
     out = []
     g = load("grpo_step")
@@ -172,6 +172,18 @@ def measured_markdown(folder="bench/h200") -> str:
                        f"{_num(at(s, 'probe_mismatch', 0), '{:.4f}')} → {_num(at(s, 'probe_mismatch', -1), '{:.4f}')} | {_num(at(s, 'trainer_drift', -1), '{:.4f}')} | "
                        f"{_num(at(s, 'vllm_drift', -1), '{:.4f}')} | {_num(mean(r[:10]), '{:.3f}')} → {_num(mean(r[-10:]), '{:.3f}')} | {'suspect' if suspect(s) else ''} |")
         out += ([f"No series (see the JSON's note): " + ", ".join(a for a in LIVE_ARMS if a not in ran) + "."] if len(ran) < len(LIVE_ARMS) else []) + [""]
+    sr = load("stream_race")
+    if sr.get("rows"):
+        still = lambda xs: sum(abs(b - a) < 1e-6 * max(abs(a), 1e-12) for a, b in zip(xs, xs[1:]))
+        A, runs = sr.get("args", {}), []
+        for rows in (sr["rows"], sr.get("mimic_rows") or []):
+            by = {}
+            for r in rows: by.setdefault(r["mode"], []).append(r["trainer_drift"])
+            if by: runs.append(f"{'through vLLM' if rows[0].get('transport') == 'vllm' else 'through the loop written out'}: "
+                               + "; ".join(f"{m} {xs[0]:.3f}, {xs[1]:.3f} … {xs[-1]:.3f}" + (f" (still for {still(xs)} steps)" if still(xs) else "")
+                                           for m, xs in by.items() if len(xs) > 1))
+        out += [f"Stream race (`bench/stream_race.py`: the 0.5B shape, {A.get('dtype')}, AdamW lr {A.get('lr')}, TRL's sync driven through vLLM's producer's "
+                f"side streams right after every `optimizer.step()`; trainer drift at steps 1, 2 … {A.get('steps')}): " + ". ".join(r[0].upper() + r[1:] for r in runs) + ".", ""]
     e = load("vllm_engines")
     if e.get("rows"):
         ok = [r for r in e["rows"] if "tokens_per_s" in r]

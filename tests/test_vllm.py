@@ -94,16 +94,29 @@ def test_vllm_copy_logprobs_match_hf(shaped, tok):
     assert gaps["float32"]["mean"] < 1e-3 and gaps["bfloat16"]["mean"] < 5e-2
 
 def test_vllm_pack_tensors_chunks_like_the_standin(shaped):
-    from mathworklog.sync import (receive, receive_through_vllm, standin_pack_tensors, tiny_lora_model, trl_named_params,
-                                  vllm_pack_tensors)
+    """vLLM's `pack_tensors` chunks TRL's iterator exactly as the stand-in does, and through vLLM's producer (CUDA side
+    streams) the chunking is the same. The bytes through the producer are asserted under the stream-ordered clone fix:
+    TRL's own iterator, advanced on the producer's side streams, races its merge/unmerge against the copies
+    (bench/h200/stream_race.json), so for it the number of tensors that differ is reported, not asserted. (On 2026-12-04
+    the byte comparison failed once on the box, in a run without the real tokenizer; the cause was not shown, and the re-run
+    with it found 0 of 290 tensors differing.)"""
+    from mathworklog.sync import (patch_trl_lora_sync, receive, receive_through_vllm, standin_pack_tensors, tiny_lora_model,
+                                  trl_named_params, vllm_pack_tensors)
     pm = tiny_lora_model(shaped, r=8, scale=0.02)
+    differ = {}
     for buf in (1 << 30, 300 << 20):
         a, wa = receive(trl_named_params(pm), buf, pack=standin_pack_tensors)
         b, wb = receive(trl_named_params(pm), buf, pack=vllm_pack_tensors)
         c, wc = receive_through_vllm(pm, buf)                    # vLLM's producer -> LoopbackGroup -> consumer, CUDA streams
         assert wa == wb == wc and list(a) == list(b) == list(c)
-        assert all(torch.equal(a[n], b[n]) and torch.equal(a[n], c[n]) for n in a)
-    report(pack_tensors=dict(chunks_1GiB=max(receive(trl_named_params(pm), 1 << 30)[1].values()) + 1))
+        assert all(torch.equal(a[n], b[n]) for n in a)
+        differ[f"{buf >> 20} MiB"] = sum(not torch.equal(a[n], c[n]) for n in a)
+        with patch_trl_lora_sync("clone"):
+            a2, wa2 = receive(trl_named_params(pm), buf, pack=standin_pack_tensors)
+            c2, wc2 = receive_through_vllm(pm, buf)
+        assert wa2 == wc2 == wa and all(torch.equal(a2[n], c2[n]) for n in a2)
+    report(pack_tensors=dict(chunks_1GiB=max(receive(trl_named_params(pm), 1 << 30)[1].values()) + 1,
+                             unpatched_tensors_differing_through_vllm_streams=differ, of=len(a)))
 
 def test_sync_bug_in_a_real_engine(shaped, tok):
     "The reproduction end to end: TRL's generator through vLLM's transport into a real engine, read back from vLLM's weights."
