@@ -14,6 +14,8 @@
 # (about 4 minutes; TRL alone suffices, so it can run in the call that carries .v1 with .whlmin/ installed).
 # live-sync: six arms side by side ran out of GPU memory on one H200 (143 GB peak; an fp32 LoRA arm holds ~40 GB): run
 # three at a time, one wave per call (250-355 s each), e.g.  live-sync:fp32_unpatched,fp32_patched,bf16_unpatched:--parallel,3,--stagger,4@380
+# Does GRPO from the learning start raise the reward? Arms see the same prompts in the same order, so read a run against
+# a control at lr 1e-9:  live-sync:bf16_out_of_place/1e-9,bf16_out_of_place/3e-4,bf16_out_of_place/1e-3:--parallel,3,--key,grpo_learns,--prompts,16,--steps,50@420
 # bench:stream_race (TRL only, no vLLM needed: fits the .v1 call) checks that the sync fixes no longer race the optimizer.
 # bench:vllm_engines:--configs,1,4 times the presample through evaluate.GeneratorPool (N engines on the one GPU).
 # Each item's command sees its limit in $ITEM_LIMIT. Everything an item prints goes to $OUT/<item>.log; results (JSON, executed notebooks) to $OUT; a summary last.

@@ -80,7 +80,8 @@ if __name__ == "__main__":
     ap.add_argument("--start", default=None, help="default: the learning start (`core.learned_start`)")
     ap.add_argument("--arms", nargs="+", default=None, help="arm names from sync.LIVE_ARMS, each optionally ARM/LR (its own learning rate)")
     ap.add_argument("--key", default="arms", help="where in live_sync.json the arms go: `arms` (the experiment chapter 08 plots) or e.g. "
-                    "`grpo_learns` (longer runs that ask whether GRPO from the learning start raises the reward)"); ap.add_argument("--steps", type=int, default=30)
+                    "`grpo_learns` (longer runs that ask whether GRPO from the learning start raises the reward: every arm samples the same "
+                    "prompts in the same order, so include a control at lr 1e-9, e.g. bf16_out_of_place/1e-9, and read the others against it)"); ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--prompts", type=int, default=8); ap.add_argument("--gens", type=int, default=8); ap.add_argument("--new", type=int, default=256)
     # LoRA lr: the worklog's is 3e-5, but on the learning start 30 steps at 3e-5 moved nothing (H200, 2026-12-04: reward
     # 1.37 -> 1.31 over the first/last 10 steps, TRL's log-prob difference unpatched minus patched +0.00044 at step 30,

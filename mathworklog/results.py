@@ -172,6 +172,21 @@ def measured_markdown(folder="bench/h200") -> str:
                        f"{_num(at(s, 'probe_mismatch', 0), '{:.4f}')} → {_num(at(s, 'probe_mismatch', -1), '{:.4f}')} | {_num(at(s, 'trainer_drift', -1), '{:.4f}')} | "
                        f"{_num(at(s, 'vllm_drift', -1), '{:.4f}')} | {_num(mean(r[:10]), '{:.3f}')} → {_num(mean(r[-10:]), '{:.3f}')} | {'suspect' if suspect(s) else ''} |")
         out += ([f"No series (see the JSON's note): " + ", ".join(a for a in LIVE_ARMS if a not in ran) + "."] if len(ran) < len(LIVE_ARMS) else []) + [""]
+    gl = load("live_sync").get("grpo_learns") or {}
+    if gl:                                   # longer GRPO runs; a control at lr <= 1e-8 sees the same prompts in the same order
+        avg = lambda xs: sum(xs) / len(xs) if xs else None
+        ctrl = next((s for s in gl.values() if (s.get("lr") or 1) <= 1e-8), None)
+        out += ["GRPO from the learning start (`bench/live_sync.py --key grpo_learns`), mean of the first 10 steps → the last 10"
+                + (" (and minus the control, which samples the same prompts with lr ≤ 1e-8, step by step)" if ctrl else "") + ":", ""]
+        for n, s in gl.items():
+            r, ent = [x for x in s.get("reward") or [] if x is not None], [x for x in s.get("entropy") or [] if x is not None]
+            line = (f"- {n}: {s.get('steps')} steps of {s.get('prompts', '?')} prompts × {s.get('gens', '?')}, lr {s.get('lr', float('nan')):g}: "
+                    f"reward {_num(avg(r[:10]), '{:.3f}')} → {_num(avg(r[-10:]), '{:.3f}')}")
+            if ctrl is not None and s is not ctrl:
+                gap = [a - b for a, b in zip(r, ctrl.get("reward") or [])]
+                line += f", minus the control {_num(avg(gap[:10]), '{:+.3f}')} → {_num(avg(gap[-10:]), '{:+.3f}')}"
+            out.append(line + f"; entropy {_num(avg(ent[:10]), '{:.2f}')} → {_num(avg(ent[-10:]), '{:.2f}')}")
+        out.append("")
     sr = load("stream_race")
     if sr.get("rows"):
         still = lambda xs: sum(abs(b - a) < 1e-6 * max(abs(a), 1e-12) for a, b in zip(xs, xs[1:]))
