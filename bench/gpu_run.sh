@@ -74,7 +74,7 @@ for item in "$@"; do
       run presample-full ${LIMIT:-300} python3 bench/presample_full.py --out "$W" --from-runs "$MATHWORKLOG_RUNS" ${what//,/ } ${args//,/ }
       grep -E "^(presample|baseline)|tasks done" "$W/presample-full.log" | cut -c1-400 ;;
     sync-repro)
-      run sync-repro ${LIMIT:-200} python3 tools/repro_trl_lora_sync.py --model "$(python3 -c 'from mathworklog.core import load_tokenizer, model_path; print(model_path("shaped", load_tokenizer(), "gpu"))')" ;;
+      run sync-repro ${LIMIT:-200} python3 tools/repro_trl_lora_sync.py --model "$(python3 -c 'from mathworklog.core import load_tokenizer, model_path; print(model_path("shaped", load_tokenizer(preset="gpu"), "gpu"))')" ;;
     live-sync)
       run live-sync ${LIMIT:-560} python3 bench/live_sync.py --out "$W" ${what:+--arms ${what//,/ }} ${args//,/ } ;;
     *) echo "unknown item $item" ;;

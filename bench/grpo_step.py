@@ -23,7 +23,7 @@ a = args(__doc__, steps=dict(type=int, default=4), new=dict(type=int, default=25
          worker=dict(default=None, help="run one variant in this process and print its result"))
 tok = load_tokenizer(preset=a.preset); gpu = a.preset == "gpu"
 path = model_path("shaped" if gpu else "tiny", tok, a.preset)
-recs = prepare(load_gsm8k("train", n=a.prompts * a.steps))
+recs = prepare(load_gsm8k("train", n=a.prompts * a.steps, preset=a.preset))
 ds = Dataset.from_list([dict(prompt=r["prompt"], answer=r["answer"], steps=r["steps"]) for r in recs])
 
 class Clock(TrainerCallback):

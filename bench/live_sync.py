@@ -108,6 +108,12 @@ if __name__ == "__main__":
     if ls.exists(): res["learning_start"] = json.loads(ls.read_text())["learning_start"]
     import threading
     arms = a.arms or list(LIVE_ARMS)
+    for arm in arms:                                  # checked here, not after a worker has loaded the model
+        name, _, lr = arm.partition("/")
+        if name not in LIVE_ARMS: sys.exit(f"unknown arm {name!r}: one of {', '.join(LIVE_ARMS)}, optionally ARM/LR")
+        if lr and a.key == "arms": sys.exit(f"{arm}: an arm at its own learning rate goes under another --key (e.g. grpo_learns), not `arms`, "
+                                            "whose arms chapter 08 compares at the same settings")
+        if lr: float(lr)
     limit = float(os.environ.get("ITEM_LIMIT", 0) or 0)
     deadline = time.time() + limit - 45 if limit else None          # leave time to report and save
     lock, procs, stopping = threading.Lock(), [], threading.Event()

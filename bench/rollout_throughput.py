@@ -18,7 +18,7 @@ if __name__ == "__main__" and "--vllm-worker" in sys.argv:                      
     from mathworklog.evaluate import VLLMGenerator
     preset, batches, new = sys.argv[sys.argv.index("--preset") + 1], json.loads(sys.argv[sys.argv.index("--batches") + 1]), int(sys.argv[sys.argv.index("--new") + 1])
     tok = load_tokenizer(preset=preset); path = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
-    prompts = [render_prompt(tok, q["question"]) for q in load_gsm8k("test", n=max(batches))]
+    prompts = [render_prompt(tok, q["question"]) for q in load_gsm8k("test", n=max(batches), preset=preset)]
     g = VLLMGenerator(path, tok, dtype="bfloat16", gpu_memory_utilization=0.5, max_model_len=2048)
     g.generate(prompts[:8], n=1, temperature=1.0, max_new_tokens=16, seed=0)                          # warm-up
     out = {}
@@ -59,7 +59,7 @@ dev = device(); tok = load_tokenizer(preset=a.preset); tok.padding_side = "left"
 path = model_path("shaped" if a.preset == "gpu" else "tiny", tok, a.preset)
 load = lambda dtype: AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(dev).eval()
 model = None if a.vllm_only else load(torch.bfloat16 if dev == "cuda" else torch.float32)
-prompts = [render_prompt(tok, q["question"]) for q in load_gsm8k("test", n=max(a.batches))]
+prompts = [render_prompt(tok, q["question"]) for q in load_gsm8k("test", n=max(a.batches), preset=a.preset)]
 stops = torch.tensor(stop_ids(tok) + [tok.pad_token_id], device=dev)
 
 def plain(m, enc, new, sample=True):

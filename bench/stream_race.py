@@ -1,6 +1,7 @@
 """Does TRL's LoRA sync race the optimizer when vLLM's packed producer drives it? (GPU only; TRL and PEFT, vLLM optional.)
 On the H200 (2026-12-04) the live experiment's clone-fix arms stopped learning: in fp32 the trainer's probe drift
-stayed at 0.0019154 ± 1e-8 for 29 steps while the unpatched and out-of-place arms drifted to 0.0127. The suspect:
+stayed at 0.0019154 ± 1e-8 for 29 steps while the unpatched arms drifted to 0.0113-0.0127 and the out-of-place arm to
+0.0116. The suspect:
 vLLM's `packed_nccl_broadcast_producer` advances the sync iterator inside its own CUDA side streams, so TRL's
 `merge_adapter()` may run before the optimizer's kernels on the default stream have written the new LoRA weights, and
 `unmerge_adapter()` (queued later) subtracts the new ones: the base weight absorbs each step and the effective weight
@@ -17,9 +18,12 @@ every tensor per sync, and the arms ran with expandable segments (set here too) 
 What it showed (H200, 2026-12-04, fp32, lr 1e-3, 8 steps; bench/h200/stream_race.json, two runs): `clone` and
 `out_of_place` agree at every step and across runs (drift 2.263 at step 2, 4.729 at step 8). Through vLLM's own producer,
 `unpatched` parts from them at step 1 (1.285 vs 1.317) and `clone_on_side_stream` at step 2, its drift falling back to
-0.917 at step 7 (the trainer's weights damaged, not just frozen); with the loop written out (vLLM absent), `unpatched`
-stopped moving at steps 6-8 (3.15878 three times). The race is TRL's own, the unordered clone fix inherited it, and the
-stream ordering ends it; the live clone arms, re-run with it, trained (fp32 trainer drift 0.0019 -> 0.0148 in 30 steps)."""
+0.917 at step 7 (the trainer's weights damaged); with the loop written out (vLLM absent), `unpatched` stopped moving after
+step 6 (3.15878 at steps 6, 7 and 8) while `clone_on_side_stream` did not freeze. So the race is real and TRL's own, the
+unordered clone fix inherited it, and the stream ordering ends it. By the rule above this does not single it out as the
+cause of the live freeze (here the unordered clone did not freeze); what is known is that the live clone arms, re-run
+stream-ordered, trained (fp32 trainer drift 0.0019 -> 0.0148 in 30 steps), also three at a time (peak 130 GB against the
+first waves' 142 GB), so memory is not ruled out."""
 import argparse, json, os, time
 from pathlib import Path
 os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")    # as the live arms ran

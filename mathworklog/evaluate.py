@@ -300,7 +300,9 @@ class GeneratorPool:
     def starts_together(backend: str, kw: dict) -> bool:
         """Whether the workers may start at once. vLLM sizes its KV cache from the GPU's free memory before and after its own
         profiling: engines started together would count each other's memory as their own, so each waits for the one
-        before it (4 engines of the 0.5B shape took 176 s on an H200) — unless the KV cache is fixed (`kv_cache_memory_bytes`)."""
+        before it (4 engines took 176 s on an H200, in a run over the fallback tokenizer's smaller vocabulary) — unless
+        the KV cache is fixed (`kv_cache_memory_bytes`). The live experiment's arms started that way side by side, each with
+        a fixed 4 GiB cache and TRL's engine; a pool started together has not yet run on the box."""
         return backend != "vllm" or bool(kw.get("kv_cache_memory_bytes"))
     def _ready(self, i):
         msg = _recv(self.procs[i].stdout)

@@ -180,10 +180,11 @@ def measured_markdown(folder="bench/h200") -> str:
                 + (" (and minus the control, which samples the same prompts with lr ≤ 1e-8, step by step)" if ctrl else "") + ":", ""]
         for n, s in gl.items():
             r, ent = [x for x in s.get("reward") or [] if x is not None], [x for x in s.get("entropy") or [] if x is not None]
+            paired = [(a, b) for a, b in zip(s.get("reward") or [], (ctrl or {}).get("reward") or []) if a is not None and b is not None]
             line = (f"- {n}: {s.get('steps')} steps of {s.get('prompts', '?')} prompts × {s.get('gens', '?')}, lr {s.get('lr', float('nan')):g}: "
                     f"reward {_num(avg(r[:10]), '{:.3f}')} → {_num(avg(r[-10:]), '{:.3f}')}")
             if ctrl is not None and s is not ctrl:
-                gap = [a - b for a, b in zip(r, ctrl.get("reward") or [])]
+                gap = [a - b for a, b in paired]                 # step by step, steps either run missed left out
                 line += f", minus the control {_num(avg(gap[:10]), '{:+.3f}')} → {_num(avg(gap[-10:]), '{:+.3f}')}"
             out.append(line + f"; entropy {_num(avg(ent[:10]), '{:.2f}')} → {_num(avg(ent[-10:]), '{:.2f}')}")
         out.append("")

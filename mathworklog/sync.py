@@ -167,8 +167,8 @@ def _stream_ordered(items):
     """`items`, each step run on the trainer's (default) CUDA stream after the work already queued there, and the caller's
     stream made to wait for it. vLLM's packed producer advances the iterator inside its own side streams: without this,
     `merge_adapter()` there may read LoRA weights the optimizer is still writing, and `unmerge_adapter()` later subtract
-    the new ones, so the base weight absorbs the step and the trainer stops moving: the clone-fix arms of the live experiment
-    froze this way on the H200 before this existed (`bench/h200/stream_race.json` shows the race, and that this ends it)."""
+    the new ones, so the base weight absorbs the step and the trainer can stop moving (`bench/h200/stream_race.json` shows
+    the race on an H200, and that this ends it; the live clone-fix arms froze before this existed and trained after)."""
     if not torch.cuda.is_available(): yield from items; return
     main, it, seen = torch.cuda.default_stream(), iter(items), set()
     while True:
