@@ -14,6 +14,13 @@ SERIES = {"sampling/sampling_logp_difference/mean": "sampling_logp_difference", 
           "sync/mismatch": "probe_mismatch", "sync/trainer_drift": "trainer_drift", "sync/inference_drift": "vllm_drift",
           "reward": "reward", "entropy": "entropy", "zero_signal/total": "zero_signal"}
 
+def arm_spec(spec: str) -> tuple[str, float|None]:
+    "`ARM` or `ARM/LR` -> (arm, its own learning rate or None); an unknown arm is refused here, before any model loads."
+    from mathworklog.sync import LIVE_ARMS
+    arm, _, lr = spec.partition("/")
+    if arm not in LIVE_ARMS: sys.exit(f"unknown arm {arm!r}: one of {', '.join(LIVE_ARMS)}, optionally ARM/LR")
+    return arm, float(lr) if lr else None
+
 def arm_worker(arm, a):
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     os.environ.setdefault("VLLM_DISABLE_COMPILE_CACHE", "1")     # arms compile side by side: none reads or writes a shared cache
@@ -35,9 +42,9 @@ def arm_worker(arm, a):
                                   trainer_vllm_copy, use_server_transport)
     from transformers import TrainerCallback
     from mathworklog.sync import noise_table
-    arm, _, lr = arm.partition("/")                       # ARM/LR: the arm at its own learning rate
+    arm, lr = arm_spec(arm)
     dtype, lora, fix = LIVE_ARMS[arm]
-    lr = float(lr) if lr else a.lr if lora else a.full_lr
+    lr = lr or (a.lr if lora else a.full_lr)
     class Deadline(TrainerCallback):
         "Stop training (keeping the steps so far) when the run's deadline is near."
         def on_step_end(self, args, state, control, **kw):
@@ -109,11 +116,9 @@ if __name__ == "__main__":
     import threading
     arms = a.arms or list(LIVE_ARMS)
     for arm in arms:                                  # checked here, not after a worker has loaded the model
-        name, _, lr = arm.partition("/")
-        if name not in LIVE_ARMS: sys.exit(f"unknown arm {name!r}: one of {', '.join(LIVE_ARMS)}, optionally ARM/LR")
-        if lr and a.key == "arms": sys.exit(f"{arm}: an arm at its own learning rate goes under another --key (e.g. grpo_learns), not `arms`, "
-                                            "whose arms chapter 08 compares at the same settings")
-        if lr: float(lr)
+        if arm_spec(arm)[1] is not None and a.key == "arms":
+            sys.exit(f"{arm}: an arm at its own learning rate goes under another --key (e.g. grpo_learns), not `arms`, "
+                     "whose arms chapter 08 compares at the same settings")
     limit = float(os.environ.get("ITEM_LIMIT", 0) or 0)
     deadline = time.time() + limit - 45 if limit else None          # leave time to report and save
     lock, procs, stopping = threading.Lock(), [], threading.Event()

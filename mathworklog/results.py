@@ -99,6 +99,7 @@ def _num(v, fmt="{:,.0f}"):
 def measured_markdown(folder="bench/h200") -> str:
     "Markdown tables of the GPU benchmarks in `folder` (grpo_step, rollout_throughput, presample_full, vllm_tests, learning_start, live_sync, stream_race, vllm_engines, logprob_memory)."
     d = Path(folder); load = lambda n: json.loads((d/f"{n}.json").read_text()) if (d/f"{n}.json").exists() else {}
+    mean = lambda xs: sum(xs) / len(xs) if xs else None
     out = []
     g = load("grpo_step")
     if g:
@@ -155,12 +156,11 @@ def measured_markdown(folder="bench/h200") -> str:
                 + " → ".join(f"{c['format_check']:.2f}" for c in curve) + f" at steps " + ", ".join(str(c["step"]) for c in curve)
                 + f"; `tag_check` {ls.get('tag_check', float('nan')):.2f}; {ls['steps']} steps in {ls['seconds']:.0f} s"
                 + (" (target 0.8 / 0.4 reached)." if ls.get("reached_at_step") else " (target not reached)."), ""]
-    lv = load("live_sync").get("arms") or {}
+    live = load("live_sync"); lv = live.get("arms") or {}
     if lv:
         from mathworklog.sync import LIVE_ARMS, suspect
         at = lambda s, k, i: (s.get(k) or [None])[i]
         ran = [a for a in LIVE_ARMS if (lv.get(a) or {}).get("steps")]
-        mean = lambda xs: sum(xs) / len(xs) if xs else None
         out += ["Live sync experiment (`bench/live_sync.py`, GRPO through TRL's colocated vLLM from the learning start; step 1 → largest → last; "
                 "suspect: the run's own note says its trainer stopped learning):", "",
                 "| arm | steps | lr | TRL log-prob difference | IS ratio, last | probe: trainer vs vLLM | trainer drift, last | vLLM drift, last | reward, first 10 → last 10 | |",
@@ -172,9 +172,8 @@ def measured_markdown(folder="bench/h200") -> str:
                        f"{_num(at(s, 'probe_mismatch', 0), '{:.4f}')} → {_num(at(s, 'probe_mismatch', -1), '{:.4f}')} | {_num(at(s, 'trainer_drift', -1), '{:.4f}')} | "
                        f"{_num(at(s, 'vllm_drift', -1), '{:.4f}')} | {_num(mean(r[:10]), '{:.3f}')} → {_num(mean(r[-10:]), '{:.3f}')} | {'suspect' if suspect(s) else ''} |")
         out += ([f"No series (see the JSON's note): " + ", ".join(a for a in LIVE_ARMS if a not in ran) + "."] if len(ran) < len(LIVE_ARMS) else []) + [""]
-    gl = load("live_sync").get("grpo_learns") or {}
+    gl = live.get("grpo_learns") or {}
     if gl:                                   # longer GRPO runs; a control at lr <= 1e-8 sees the same prompts in the same order
-        avg = lambda xs: sum(xs) / len(xs) if xs else None
         ctrl = next((s for s in gl.values() if (s.get("lr") or 1) <= 1e-8), None)
         out += ["GRPO from the learning start (`bench/live_sync.py --key grpo_learns`), mean of the first 10 steps → the last 10"
                 + (" (and minus the control, which samples the same prompts with lr ≤ 1e-8, step by step)" if ctrl else "") + ":", ""]
@@ -182,11 +181,11 @@ def measured_markdown(folder="bench/h200") -> str:
             r, ent = [x for x in s.get("reward") or [] if x is not None], [x for x in s.get("entropy") or [] if x is not None]
             paired = [(a, b) for a, b in zip(s.get("reward") or [], (ctrl or {}).get("reward") or []) if a is not None and b is not None]
             line = (f"- {n}: {s.get('steps')} steps of {s.get('prompts', '?')} prompts × {s.get('gens', '?')}, lr {s.get('lr', float('nan')):g}: "
-                    f"reward {_num(avg(r[:10]), '{:.3f}')} → {_num(avg(r[-10:]), '{:.3f}')}")
+                    f"reward {_num(mean(r[:10]), '{:.3f}')} → {_num(mean(r[-10:]), '{:.3f}')}")
             if ctrl is not None and s is not ctrl:
                 gap = [a - b for a, b in paired]                 # step by step, steps either run missed left out
-                line += f", minus the control {_num(avg(gap[:10]), '{:+.3f}')} → {_num(avg(gap[-10:]), '{:+.3f}')}"
-            out.append(line + f"; entropy {_num(avg(ent[:10]), '{:.2f}')} → {_num(avg(ent[-10:]), '{:.2f}')}")
+                line += f", minus the control {_num(mean(gap[:10]), '{:+.3f}')} → {_num(mean(gap[-10:]), '{:+.3f}')}"
+            out.append(line + f"; entropy {_num(mean(ent[:10]), '{:.2f}')} → {_num(mean(ent[-10:]), '{:.2f}')}")
         out.append("")
     sr = load("stream_race")
     if sr.get("rows"):
