@@ -56,11 +56,12 @@ run() {
 }
 for item in "$@"; do
   LIMIT=; [[ "$item" == *@* ]] && { LIMIT=${item##*@}; item=${item%@*}; }        # item@SECONDS: this item's time limit
-  IFS=: read -r kind what args <<< "$item"
+  kind=${item%%:*}; rest=${item#"$kind"}; rest=${rest#:}              # KIND[:WHAT[:ARGS]], split at the first two colons only,
+  what=${rest%%:*}; args=${rest#"$what"}; args=${args#:}            # so that ARGS may hold JSON such as {"kv_cache_memory_bytes":17179869184}
   case "$kind" in
     vllm-tests)
       rm -f "$W/vllm_tests.json"
-      run vllm-tests ${LIMIT:-300} env VLLM_TEST_REPORT="$W/vllm_tests.json" python3 -m pytest -q -rA -p no:cacheprovider tests/test_vllm.py
+      run vllm-tests ${LIMIT:-420} env VLLM_TEST_REPORT="$W/vllm_tests.json" python3 -m pytest -q -rA -p no:cacheprovider tests/test_vllm.py
       { grep -E "^(PASSED|FAILED|ERROR|SKIPPED)|passed|failed|error" "$W/vllm-tests.log" | tail -15; cat "$W/versions.txt"; } > "$W/vllm_tests.txt"
       tail -3 "$W/vllm_tests.txt" ;;
     bench)
@@ -71,7 +72,7 @@ for item in "$@"; do
       run "$what" ${LIMIT:-300} python3 -m papermill -k python3 --cwd nbs "nbs/$what.ipynb" "$W/$what.gpu.ipynb" -p preset gpu "${params[@]}"
       grep -E "^preset=|Error|error" "$W/$what.log" | head -5 ;;
     presample-full)
-      run presample-full ${LIMIT:-300} python3 bench/presample_full.py --out "$W" --from-runs "$MATHWORKLOG_RUNS" ${what//,/ } ${args//,/ }
+      run presample-full ${LIMIT:-300} python3 bench/presample_full.py --out "$W" --from-runs "$MATHWORKLOG_RUNS" ${rest//,/ }
       grep -E "^(presample|baseline)|tasks done" "$W/presample-full.log" | cut -c1-400 ;;
     sync-repro)
       run sync-repro ${LIMIT:-200} python3 tools/repro_trl_lora_sync.py --model "$(python3 -c 'from mathworklog.core import load_tokenizer, model_path; print(model_path("shaped", load_tokenizer(preset="gpu"), "gpu"))')" ;;

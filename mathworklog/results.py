@@ -131,12 +131,15 @@ def measured_markdown(folder="bench/h200") -> str:
     p = load("presample_full")
     if p:
         out += ["| chapters at the worklog's size | engine | tokens | seconds | tok/s |", "|---|---|---|---|---|"]
-        for k, label in (("baseline_vllm", "02: 1,319 × greedy"), ("baseline_hf", "02: 1,319 × greedy"), ("presample_vllm", "04: 7,473 × 8"), ("presample_hf", "04: 7,473 × 8 (subset)")):
+        for k, label in (("baseline_vllm", "02: 1,319 × greedy"), ("baseline_vllm_pool", "02: 1,319 × greedy"), ("baseline_hf", "02: 1,319 × greedy"),
+                         ("presample_vllm", "04: 7,473 × 8"), ("presample_vllm_pool", "04: 7,473 × 8"), ("presample_hf", "04: 7,473 × 8 (subset)")):
             r = p.get(k) or {}
+            if not r: continue
             if r.get("questions"):                                 # the size that ran, where the JSON says it
                 label = f"{label.split(':')[0]}: {r['questions']:,} × {r.get('samples_per_question', 1)}" + \
                         (" (subset)" if r["questions"] < (1319 if k.startswith("baseline") else 7473) else "")
-            out.append(f"| {label} | {'vLLM' if 'vllm' in k else 'HF fast path'} | {_num(r.get('tokens'))} | {_num(r.get('seconds'), '{:.1f}')} | "
+            eng = ("vLLM" + (f" × {r.get('engines')} engines" if r.get("engines", 1) > 1 else "")) if "vllm" in k else "HF fast path"
+            out.append(f"| {label} | {eng} | {_num(r.get('tokens'))} | {_num(r.get('seconds'), '{:.1f}')} | "
                        + (_num(r.get("tokens_per_s")) if r.get("completed", True) else _unfinished(r)) + " |")
         out.append("")
     v = load("vllm_tests")
@@ -185,16 +188,20 @@ def measured_markdown(folder="bench/h200") -> str:
             if ctrl is not None and s is not ctrl:
                 gap = [a - b for a, b in paired]                 # step by step, steps either run missed left out
                 line += f", minus the control {_num(mean(gap[:10]), '{:+.3f}')} → {_num(mean(gap[-10:]), '{:+.3f}')}"
+                after = gap[1:]                                  # step 1 samples before any update: equal by construction
+                if len(after) > 2:
+                    sd = (sum((x - mean(after)) ** 2 for x in after) / (len(after) - 1)) ** 0.5
+                    line += f" (every step after the first: {mean(after):+.4f} ± {sd / len(after) ** 0.5:.4f}, mean ± standard error)"
             out.append(line + f"; entropy {_num(mean(ent[:10]), '{:.2f}')} → {_num(mean(ent[-10:]), '{:.2f}')}")
         out.append("")
     sr = load("stream_race")
     if sr.get("rows"):
         still = lambda xs: sum(abs(b - a) < 1e-6 * max(abs(a), 1e-12) for a, b in zip(xs, xs[1:]))
         A, runs = sr.get("args", {}), []
-        for rows in (sr["rows"], sr.get("mimic_rows") or []):
+        for rows, how in ((sr["rows"], ""), (sr.get("mimic_rows") or [], ""), (sr.get("bf16_mimic_rows") or [], f"in bf16, {(sr.get('bf16_args') or {}).get('steps')} steps, ")):
             by = {}
             for r in rows: by.setdefault(r["mode"], []).append(r["trainer_drift"])
-            if by: runs.append(f"{'through vLLM' if rows[0].get('transport') == 'vllm' else 'through the loop written out'}: "
+            if by: runs.append(how + f"{'through vLLM' if rows[0].get('transport') == 'vllm' else 'through the loop written out'}: "
                                + "; ".join(f"{m} {xs[0]:.3f}, {xs[1]:.3f} … {xs[-1]:.3f}" + (f" (still for {still(xs)} steps)" if still(xs) else "")
                                            for m, xs in by.items() if len(xs) > 1))
         out += [f"Stream race (`bench/stream_race.py`: the 0.5B shape, {A.get('dtype')}, AdamW lr {A.get('lr')}, TRL's sync driven through vLLM's producer's "
