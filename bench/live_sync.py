@@ -37,7 +37,7 @@ def arm_worker(arm, a):
     from mathworklog.data import load_gsm8k, prepare
     from mathworklog.evaluate import dtype_view
     from mathworklog.grpo import grpo_config, lora_config, recording_trainer_class
-    from mathworklog.rewards import REWARD_FUNCS
+    from mathworklog.rewards import REWARD_FUNCS, REWARD_WEIGHTS
     from mathworklog.sync import (LIVE_ARMS, SyncPatch, SyncProbe, SyncProbeCallback, patch_trl_lora_sync, probe_batch,
                                   trainer_vllm_copy, use_server_transport)
     from transformers import TrainerCallback
@@ -66,7 +66,7 @@ def arm_worker(arm, a):
     with tempfile.TemporaryDirectory() as d:
         cfg = grpo_config(d, a.steps, a.prompts, a.gens, a.new, lr=lr, rollout="colocate",
                           precision="fp32" if dtype == "float32" else "bf16", save_steps=10**6, gpu_memory_utilization=a.gpu_mem,
-                          seed=a.seed, vllm_max_model_length=1024)
+                          seed=a.seed, vllm_max_model_length=1024, lr_scheduler_type=a.lr_schedule)
         model = AutoModelForCausalLM.from_pretrained(src, dtype=getattr(torch, dtype))
         with (patch_trl_lora_sync(fix) if fix else SyncPatch(None)):
             tr = NoiseRecording(model=model, reward_funcs=REWARD_FUNCS, args=cfg, train_dataset=ds, processing_class=tok,
@@ -77,9 +77,10 @@ def arm_worker(arm, a):
             t0 = time.perf_counter(); tr.train(); secs = time.perf_counter() - t0
         logs = [h for h in tr.state.log_history if "reward" in h]
         chunks = len(getattr(tr.vllm_generation, "transport_chunks", []) or [])
-    out = {v: [h.get(k) for h in logs] for k, v in SERIES.items()}
+    series = SERIES | {f"rewards/{k}/mean": f"reward_{k}" for k in REWARD_WEIGHTS}    # the seven parts too: which one moved
+    out = {v: [h.get(k) for h in logs] for k, v in series.items()}
     out["noise_table"] = {k: dict(step=st, rows=noise_table(sv, ov).to_dict("records")) for k, (sv, ov, st) in tr.noise.items()}
-    out |= dict(dtype=dtype, lora=lora, fix=fix, steps=len(logs), seconds=round(secs, 1), chunks=chunks, lr=lr, prompts=a.prompts, gens=a.gens, max_new_tokens=a.new)
+    out |= dict(dtype=dtype, lora=lora, fix=fix, steps=len(logs), seconds=round(secs, 1), chunks=chunks, lr=lr, lr_schedule=a.lr_schedule, prompts=a.prompts, gens=a.gens, max_new_tokens=a.new)
     print("ARM_RESULT " + json.dumps(out))
 
 if __name__ == "__main__":
@@ -94,6 +95,8 @@ if __name__ == "__main__":
     # 1.37 -> 1.31 over the first/last 10 steps, TRL's log-prob difference unpatched minus patched +0.00044 at step 30,
     # 6% of the bf16 floor); 1e-4 is the next session's setting, so that the policy moves within the steps a lease holds
     ap.add_argument("--lr", type=float, default=1e-4); ap.add_argument("--full-lr", type=float, default=1e-6)
+    ap.add_argument("--lr-schedule", default="linear", choices=["linear", "constant"],
+                    help="TRL's default decays the lr linearly to 0 over the run (the arms so far); constant keeps the peak throughout")
     ap.add_argument("--gpu-mem", type=float, default=0.15); ap.add_argument("--buffer-mib", type=int, default=1024)
     ap.add_argument("--seed", type=int, default=0); ap.add_argument("--out", default=os.environ.get("OUT", "bench/results"))
     ap.add_argument("--worker", default=None); ap.add_argument("--deadline", type=float, default=None)

@@ -14,7 +14,7 @@ of a subset (`--hf-questions`, reported at its measured rate and extrapolated), 
 `--from-runs` reads the vLLM rows from the runs the chapters' notebooks wrote instead (so the full presample is not
 sampled twice in one lease). Seconds are wall time around `generate` (tokenising and decoding included);
 `engine_seconds` is the time inside the engine's own call. Saves bench/results/presample_full.json (or $OUT)."""
-import json, os, signal, subprocess, sys, time
+import json, math, os, signal, subprocess, sys, time
 from pathlib import Path
 
 def worker(engine, tasks, new, preset, vllm_kw=None, engines=1):
@@ -52,6 +52,9 @@ def worker(engine, tasks, new, preset, vllm_kw=None, engines=1):
             g.generate(prompts[:g.batch_size // k], n=k, temperature=temp, max_new_tokens=new, seed=0)
             compile_s = time.perf_counter() - t0
         if engine == "hf" and torch.cuda.is_available(): torch.cuda.reset_peak_memory_stats()   # not in vLLM's client process
+        print("PRESAMPLE_START " + json.dumps(dict(info, task=task, questions=len(prompts), samples_per_question=k, max_new_tokens=new,
+                                                   request_seeds=t.get("request_seeds", False), tokens_if_complete=len(prompts) * k * new,
+                                                   wall_clock=time.time())), flush=True)   # a cut-off run still bounds its rate
         t0 = time.perf_counter()
         out = g.generate(prompts, n=k, temperature=temp, max_new_tokens=new, seed=0)
         secs = time.perf_counter() - t0
@@ -83,9 +86,14 @@ def run_worker(engine, tasks, new, preset, limit, log, vllm_kw=None, engines=1):
         try: p.wait(timeout=max(limit, 1))
         except subprocess.TimeoutExpired:
             timed_out = True
-            os.killpg(p.pid, signal.SIGKILL); p.wait()
+            os.killpg(p.pid, signal.SIGKILL); killed_at = time.time(); p.wait()
     text = Path(log).read_text(errors="replace"); lines = text.splitlines()
     res = [json.loads(l.split(" ", 1)[1]) for l in lines if l.startswith("PRESAMPLE_RESULT ")]
+    started = [json.loads(l.split(" ", 1)[1]) for l in lines if l.startswith("PRESAMPLE_START ")]
+    if timed_out and len(started) > len(res):          # the task that was sampling when the limit hit: its rate's upper bound
+        r = started[len(res)]; s = killed_at - r.pop("wall_clock")
+        res.append(dict(r, completed=False, sampling_s_at_least=round(s, 1), tokens_per_s_upper_bound=math.ceil(r["tokens_if_complete"] / s),
+                        bounds_how="the task's tokens if complete / the seconds from its generate call to the kill"))
     info = [json.loads(l.split(" ", 1)[1]) for l in lines if l.startswith("PRESAMPLE_INFO ")]
     return res, (info[0] if info else None), dict(rc=p.returncode, seconds=round(time.perf_counter() - t0, 1), timed_out=timed_out,
                                                     limit_s=round(limit), tail=None if p.returncode == 0 else text[-1500:])
@@ -126,7 +134,7 @@ if __name__ == "__main__":
     p.add_argument("--hf-reserve", type=float, default=130, help="seconds of the budget kept for the HF worker")
     p.add_argument("--engines", nargs="+", default=["vllm", "hf"]); p.add_argument("--worker", nargs=6, default=None)
     p.add_argument("--vllm-engines", type=int, default=1, help="vLLM engines side by side (evaluate.GeneratorPool; 4 ran 3.1x one on the H200). The pool fixes each engine's KV cache "
-                   "(GeneratorPool.kv_share), so they start together: 4 were ready in 89 s on the H200, against 176 s one after another")
+                   "(GeneratorPool.kv_share; --vllm-kw may set kv_cache_memory_bytes), so they start together: 4 with 16 GiB each were ready in 89 s, cold")
     a = p.parse_args()
     if a.worker:
         e, tasks, new, preset, kw, n = a.worker; worker(e, json.loads(tasks), int(new), preset, json.loads(kw), int(n)); sys.exit(0)
@@ -148,10 +156,11 @@ if __name__ == "__main__":
         left = a.budget - (time.perf_counter() - T0)
         limit = left - (a.hf_reserve if engine == "vllm" and "hf" in a.engines[a.engines.index(engine):] else 0)
         rows, info, proc = run_worker(engine, tasks, a.new, a.preset, limit, out/f"presample_{engine}.log", a.vllm_kw, a.vllm_engines)
-        res["workers"][engine] = dict(proc, info=info, tasks=tasks, done=len(rows))
+        done = sum(r.get("completed", True) for r in rows)
+        res["workers"][engine] = dict(proc, info=info, tasks=tasks, done=done)
         for r in rows: res[key(r)] = r; print(key(r), r, flush=True)
-        if len(rows) < len(tasks):
-            print(f"{engine}: {len(rows)} of {len(tasks)} tasks done (rc {proc['rc']}, {proc['seconds']} s, "
+        if done < len(tasks):
+            print(f"{engine}: {done} of {len(tasks)} tasks done (rc {proc['rc']}, {proc['seconds']} s, "
                   f"{'cut off at its ' + str(proc['limit_s']) + ' s limit' if proc['timed_out'] else 'failed'})", flush=True)
             if proc["tail"]: print(proc["tail"][-800:], flush=True)
         save()

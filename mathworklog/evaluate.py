@@ -302,19 +302,27 @@ class GeneratorPool:
     def starts_together(backend: str, kw: dict) -> bool:
         """Whether the workers may start at once. vLLM sizes its KV cache from the GPU's free memory before and after its own
         profiling: engines started together would count each other's memory as their own, so each waits for the one
-        before it (4 engines took 176 s on an H200, in a run over the fallback tokenizer's smaller vocabulary) — unless
-        the KV cache is fixed (`kv_cache_memory_bytes`): 4 engines with 16 GiB each were all ready in 89 s (H200, the real
-        tokenizer, 2026-12-04). Pass `kv_cache_memory_bytes=None` to have each engine profile, one after another."""
+        before it — unless the KV cache is fixed (`kv_cache_memory_bytes`). On the H200, 4 engines given 16 GiB each started
+        together, cold, in 89 s; one after another they took 176 s cold (over the fallback tokenizer) and 32 s warm, so
+        whether together is faster is not yet measured like for like. `kv_cache_memory_bytes=None`: each engine profiles."""
         return backend != "vllm" or bool(kw.get("kv_cache_memory_bytes"))
     @staticmethod
     def kv_share(engines: int, gpu_memory_utilization: float = 0.85, total_bytes: int | None = None) -> int:
-        """A fixed KV cache per vLLM engine, so that a pool's engines start together: half of each engine's share of the GPU
-        (the other half holds the weights, activations and CUDA graphs). On an H200 with 4 engines: 14.9 GiB, more than twice
-        what 1,024 sequences of 512 tokens of the 0.5B model hold (12 KiB a token: 6 GiB)."""
+        """A fixed KV cache per vLLM engine, so that a pool's engines start together: half of each engine's share of GPU 0
+        (the other half holds the weights, activations and CUDA graphs). Sized for the worklog's 0.5B student: on an H200
+        with 4 engines 14.9 GiB, more than twice what 1,024 sequences of 512 tokens hold (12 KiB a token: 6 GiB). A larger
+        model needs its own `kv_cache_memory_bytes`. Read through NVML (vLLM carries its own copy), not torch, so that the
+        calling process does not initialise CUDA (a CUDA process cannot fork CUDA children)."""
         if total_bytes is None:
-            import torch
-            if not torch.cuda.is_available(): raise RuntimeError("a pool of vLLM engines needs a CUDA GPU, and this machine has none")
-            total_bytes = torch.cuda.get_device_properties(0).total_memory
+            try:
+                try: import pynvml
+                except ImportError: from vllm.third_party import pynvml
+                pynvml.nvmlInit()
+                try: total_bytes = pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).total
+                finally: pynvml.nvmlShutdown()
+            except Exception as e:
+                raise RuntimeError(f"a pool of vLLM engines needs an NVIDIA GPU, and NVML found none ({e!r}); "
+                                   "or pass kv_cache_memory_bytes yourself") from None
         return int(total_bytes * gpu_memory_utilization / engines / 2)
     def _ready(self, i):
         msg = _recv(self.procs[i].stdout)

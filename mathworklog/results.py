@@ -138,7 +138,7 @@ def measured_markdown(folder="bench/h200") -> str:
             if r.get("questions"):                                 # the size that ran, where the JSON says it
                 label = f"{label.split(':')[0]}: {r['questions']:,} × {r.get('samples_per_question', 1)}" + \
                         (" (subset)" if r["questions"] < (1319 if k.startswith("baseline") else 7473) else "")
-            eng = ("vLLM" + (f" × {r.get('engines')} engines" if r.get("engines", 1) > 1 else "")) if "vllm" in k else "HF fast path"
+            eng = ("vLLM" + (f" × {r['engines']} engines" if (r.get("engines") or 1) > 1 else "")) if "vllm" in k else "HF fast path"
             out.append(f"| {label} | {eng} | {_num(r.get('tokens'))} | {_num(r.get('seconds'), '{:.1f}')} | "
                        + (_num(r.get("tokens_per_s")) if r.get("completed", True) else _unfinished(r)) + " |")
         out.append("")
@@ -182,13 +182,14 @@ def measured_markdown(folder="bench/h200") -> str:
                 + (" (and minus the control, which samples the same prompts with lr ≤ 1e-8, step by step)" if ctrl else "") + ":", ""]
         for n, s in gl.items():
             r, ent = [x for x in s.get("reward") or [] if x is not None], [x for x in s.get("entropy") or [] if x is not None]
-            paired = [(a, b) for a, b in zip(s.get("reward") or [], (ctrl or {}).get("reward") or []) if a is not None and b is not None]
+            paired = [(i, a, b) for i, (a, b) in enumerate(zip(s.get("reward") or [], (ctrl or {}).get("reward") or []))
+                      if a is not None and b is not None]                 # (step index, run, control), steps either run missed left out
             line = (f"- {n}: {s.get('steps')} steps of {s.get('prompts', '?')} prompts × {s.get('gens', '?')}, lr {s.get('lr', float('nan')):g}: "
                     f"reward {_num(mean(r[:10]), '{:.3f}')} → {_num(mean(r[-10:]), '{:.3f}')}")
             if ctrl is not None and s is not ctrl:
-                gap = [a - b for a, b in paired]                 # step by step, steps either run missed left out
+                gap = [a - b for _, a, b in paired]
                 line += f", minus the control {_num(mean(gap[:10]), '{:+.3f}')} → {_num(mean(gap[-10:]), '{:+.3f}')}"
-                after = gap[1:]                                  # step 1 samples before any update: equal by construction
+                after = [a - b for i, a, b in paired if i > 0]   # step 1 samples before any update: equal by construction
                 if len(after) > 2:
                     sd = (sum((x - mean(after)) ** 2 for x in after) / (len(after) - 1)) ** 0.5
                     line += f" (every step after the first: {mean(after):+.4f} ± {sd / len(after) ** 0.5:.4f}, mean ± standard error)"
@@ -198,7 +199,7 @@ def measured_markdown(folder="bench/h200") -> str:
     if sr.get("rows"):
         still = lambda xs: sum(abs(b - a) < 1e-6 * max(abs(a), 1e-12) for a, b in zip(xs, xs[1:]))
         A, runs = sr.get("args", {}), []
-        for rows, how in ((sr["rows"], ""), (sr.get("mimic_rows") or [], ""), (sr.get("bf16_mimic_rows") or [], f"in bf16, {(sr.get('bf16_args') or {}).get('steps')} steps, ")):
+        for rows, how in ((sr["rows"], ""), (sr.get("mimic_rows") or [], ""), (sr.get("bf16_mimic_rows") or [], f"in bf16, {(sr.get('bf16_args') or {}).get('steps', '?')} steps, ")):
             by = {}
             for r in rows: by.setdefault(r["mode"], []).append(r["trainer_drift"])
             if by: runs.append(how + f"{'through vLLM' if rows[0].get('transport') == 'vllm' else 'through the loop written out'}: "
