@@ -76,6 +76,14 @@ def stop(signum, frame):
         except ProcessLookupError: pass
     sys.exit(128 + signum)
 
+def unfinished(lines, done: int, killed_at: float) -> dict | None:
+    "The task that was sampling when its worker was killed (the first started and not done), with an upper bound on its rate."
+    started = [json.loads(l.split(" ", 1)[1]) for l in lines if l.startswith("PRESAMPLE_START ")]
+    if len(started) <= done: return None                 # killed before the next task began sampling: nothing to bound
+    r = dict(started[done]); s = killed_at - r.pop("wall_clock")
+    return dict(r, completed=False, sampling_s_at_least=round(s, 1), tokens_per_s_upper_bound=math.ceil(r["tokens_if_complete"] / s),
+                bounds_how="the task's tokens if complete / the seconds from its generate call to the kill")
+
 def run_worker(engine, tasks, new, preset, limit, log, vllm_kw=None, engines=1):
     "A worker process (its own session, so that vLLM's engine process dies with it) for at most `limit` seconds; its results."
     with open(log, "w") as f:
@@ -89,11 +97,7 @@ def run_worker(engine, tasks, new, preset, limit, log, vllm_kw=None, engines=1):
             os.killpg(p.pid, signal.SIGKILL); killed_at = time.time(); p.wait()
     text = Path(log).read_text(errors="replace"); lines = text.splitlines()
     res = [json.loads(l.split(" ", 1)[1]) for l in lines if l.startswith("PRESAMPLE_RESULT ")]
-    started = [json.loads(l.split(" ", 1)[1]) for l in lines if l.startswith("PRESAMPLE_START ")]
-    if timed_out and len(started) > len(res):          # the task that was sampling when the limit hit: its rate's upper bound
-        r = started[len(res)]; s = killed_at - r.pop("wall_clock")
-        res.append(dict(r, completed=False, sampling_s_at_least=round(s, 1), tokens_per_s_upper_bound=math.ceil(r["tokens_if_complete"] / s),
-                        bounds_how="the task's tokens if complete / the seconds from its generate call to the kill"))
+    if timed_out and (cut := unfinished(lines, len(res), killed_at)): res.append(cut)
     info = [json.loads(l.split(" ", 1)[1]) for l in lines if l.startswith("PRESAMPLE_INFO ")]
     return res, (info[0] if info else None), dict(rc=p.returncode, seconds=round(time.perf_counter() - t0, 1), timed_out=timed_out,
                                                     limit_s=round(limit), tail=None if p.returncode == 0 else text[-1500:])
