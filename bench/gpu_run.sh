@@ -21,6 +21,8 @@
 # another --seed; each run now also keeps the seven rewards' parts (reward_<name>).
 # The full vLLM presample through 4 engines (the pool fixes their KV caches and starts them together: 89 s cold with
 # 16 GiB each), which needs ~110 s from launch to start and ~155 s to sample at 100k tok/s:  presample-full:--engines,vllm,--vllm-engines,4@420
+# Chapter 04 itself at that size (its parameters: k=8; the pool's default KV share):
+#   nb:04_presample:backend=vllm,engines=4,n_questions=7473,k=8,max_new_tokens=256@480
 # bench:stream_race (TRL only, no vLLM needed: fits the .v1 call) checks that the sync fixes no longer race the optimizer.
 # bench:vllm_engines:--configs,1,4 times the presample through evaluate.GeneratorPool (N engines on the one GPU).
 # Each item's command sees its limit in $ITEM_LIMIT. Everything an item prints goes to $OUT/<item>.log; results (JSON, executed notebooks) to $OUT; a summary last.
