@@ -18,7 +18,8 @@
 # a control at lr 1e-9:  live-sync:bf16_out_of_place/1e-9,bf16_out_of_place/3e-4,bf16_out_of_place/1e-3:--parallel,3,--key,grpo_learns,--prompts,16,--steps,50@500
 # (472 s on 2026-12-04 with Qwen2.5's tokenizer; 50 steps of 16 x 8 took 309-320 s per run, three at a time; lr 1e-3 came out
 # +0.019 +- 0.008 a step over the control, 3e-4 nothing). Next: --lr-schedule,constant (TRL's default decays the lr to 0) and
-# another --seed; each run now also keeps the seven rewards' parts (reward_<name>).
+# another --seed, and --heldout,64 (greedy format/exact on 64 test questions before and after each run: ~1 min more); each run
+# now also keeps the seven rewards' parts (reward_<name>).
 # The full vLLM presample through 4 engines (the pool fixes their KV caches and starts them together: 89 s cold with
 # 16 GiB each), which needs ~110 s from launch to start and ~155 s to sample at 100k tok/s:  presample-full:--engines,vllm,--vllm-engines,4@420
 # Chapter 04 itself at that size (its parameters: k=8; the pool's default KV share):

@@ -74,11 +74,18 @@ def arm_worker(arm, a):
             use_server_transport(tr, a.buffer_mib << 20)
             tr.add_callback(SyncProbeCallback(SyncProbe(trainer_vllm_copy(tr), *probe_batch(tok, prepare(load_gsm8k("test", n=8, preset="gpu")), max_tokens=64))))
             tr.add_callback(Deadline())
+            held = {}
+            if a.heldout:                                 # greedy answers to held-out test questions, before and after: not the training batches
+                from learning_start import heldout_format
+                test = prepare(load_gsm8k("test", n=a.heldout, preset="gpu"))
+                held["before"] = heldout_format(tr.model, tok, test, a.new)
             t0 = time.perf_counter(); tr.train(); secs = time.perf_counter() - t0
+            if a.heldout: held["after"] = heldout_format(tr.model, tok, test, a.new)
         logs = [h for h in tr.state.log_history if "reward" in h]
         chunks = len(getattr(tr.vllm_generation, "transport_chunks", []) or [])
     series = SERIES | {f"rewards/{k}/mean": f"reward_{k}" for k in REWARD_WEIGHTS}    # the seven parts too: which one moved
     out = {v: [h.get(k) for h in logs] for k, v in series.items()}
+    if held: out["heldout"] = {k: {m: v[m] for m in ("format_check", "tag_check", "exact", "strict", "mean_reward")} for k, v in held.items()}
     out["noise_table"] = {k: dict(step=st, rows=noise_table(sv, ov).to_dict("records")) for k, (sv, ov, st) in tr.noise.items()}
     out |= dict(dtype=dtype, lora=lora, fix=fix, steps=len(logs), seconds=round(secs, 1), chunks=chunks, lr=lr, lr_schedule=a.lr_schedule, prompts=a.prompts, gens=a.gens, max_new_tokens=a.new)
     print("ARM_RESULT " + json.dumps(out))
@@ -95,6 +102,7 @@ if __name__ == "__main__":
     # 1.37 -> 1.31 over the first/last 10 steps, TRL's log-prob difference unpatched minus patched +0.00044 at step 30,
     # 6% of the bf16 floor); 1e-4 is the next session's setting, so that the policy moves within the steps a lease holds
     ap.add_argument("--lr", type=float, default=1e-4); ap.add_argument("--full-lr", type=float, default=1e-6)
+    ap.add_argument("--heldout", type=int, default=0, help="score N held-out test questions greedily before and after training (0: no)")
     ap.add_argument("--lr-schedule", default="linear", choices=["linear", "constant"],
                     help="TRL's default decays the lr linearly to 0 over the run (the arms so far); constant keeps the peak throughout")
     ap.add_argument("--gpu-mem", type=float, default=0.15); ap.add_argument("--buffer-mib", type=int, default=1024)

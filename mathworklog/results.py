@@ -193,6 +193,9 @@ def measured_markdown(folder="bench/h200") -> str:
                 if len(after) > 2:
                     sd = (sum((x - mean(after)) ** 2 for x in after) / (len(after) - 1)) ** 0.5
                     line += f" (every step after the first: {mean(after):+.4f} ± {sd / len(after) ** 0.5:.4f}, mean ± standard error)"
+            h = s.get("heldout") or {}                        # greedy answers to held-out questions, before and after (--heldout)
+            if h.get("before") and h.get("after"):
+                line += "; held-out greedy " + ", ".join(f"{m} {h['before'][m]:.3f} → {h['after'][m]:.3f}" for m in ("format_check", "exact"))
             out.append(line + f"; entropy {_num(mean(ent[:10]), '{:.2f}')} → {_num(mean(ent[-10:]), '{:.2f}')}")
         out.append("")
     sr = load("stream_race")
