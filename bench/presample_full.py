@@ -76,9 +76,13 @@ def stop(signum, frame):
         except ProcessLookupError: pass
     sys.exit(128 + signum)
 
+def tagged(lines, tag: str) -> list[dict]:
+    "The JSON payloads of a worker's `TAG {...}` lines, in order."
+    return [json.loads(l.split(" ", 1)[1]) for l in lines if l.startswith(tag + " ")]
+
 def unfinished(lines, done: int, killed_at: float) -> dict | None:
     "The task that was sampling when its worker was killed (the first started and not done), with an upper bound on its rate."
-    started = [json.loads(l.split(" ", 1)[1]) for l in lines if l.startswith("PRESAMPLE_START ")]
+    started = tagged(lines, "PRESAMPLE_START")
     if len(started) <= done: return None                 # killed before the next task began sampling: nothing to bound
     r = dict(started[done]); s = killed_at - r.pop("wall_clock")
     return dict(r, completed=False, sampling_s_at_least=round(s, 1), tokens_per_s_upper_bound=math.ceil(r["tokens_if_complete"] / s),
@@ -96,9 +100,9 @@ def run_worker(engine, tasks, new, preset, limit, log, vllm_kw=None, engines=1):
             timed_out = True
             os.killpg(p.pid, signal.SIGKILL); killed_at = time.time(); p.wait()
     text = Path(log).read_text(errors="replace"); lines = text.splitlines()
-    res = [json.loads(l.split(" ", 1)[1]) for l in lines if l.startswith("PRESAMPLE_RESULT ")]
+    res = tagged(lines, "PRESAMPLE_RESULT")
     if timed_out and (cut := unfinished(lines, len(res), killed_at)): res.append(cut)
-    info = [json.loads(l.split(" ", 1)[1]) for l in lines if l.startswith("PRESAMPLE_INFO ")]
+    info = tagged(lines, "PRESAMPLE_INFO")
     return res, (info[0] if info else None), dict(rc=p.returncode, seconds=round(time.perf_counter() - t0, 1), timed_out=timed_out,
                                                     limit_s=round(limit), tail=None if p.returncode == 0 else text[-1500:])
 

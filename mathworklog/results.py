@@ -14,7 +14,8 @@ from .sft import read_metrics
 
 # %% auto #0
 __all__ = ['WHAT', 'WORKLOG_KEYS', 'worklog_reference', 'eval_points', 'results_table', 'evidence', 'plot_runs',
-           'measured_markdown', 'chapters', 'run_worklog', 'export_worklog', 'worklog_markdown', 'worklog_main']
+           'grpo_learns_rows', 'measured_markdown', 'chapters', 'run_worklog', 'export_worklog', 'worklog_markdown',
+           'worklog_main']
 
 # %% ../nbs/10_results.ipynb #8ac25408
 WHAT = {"baseline": "greedy eval of the base model", "presample": "k samples per train question", "sft": "SFT warm-up",
@@ -96,10 +97,36 @@ def plot_runs(root=None, preset: str|None = None):
 def _num(v, fmt="{:,.0f}"):
     return "not measured" if v is None else fmt.format(v)
 
+def _mean(xs): return sum(xs) / len(xs) if xs else None
+
+def grpo_learns_rows(runs: dict) -> list[dict]:
+    """`live_sync.json`'s `grpo_learns` runs, one dict each: reward and entropy over the first and last 10 steps, and the
+    reward's gap to the control (the run at lr ≤ 1e-8, which samples the same prompts in the same order), paired by step;
+    `gap_mean` ± `gap_se` over every step after the first (step 1 samples before any update). Chapter 07 tabulates it,
+    `measured_markdown` writes it out."""
+    import statistics
+    ctrl = next((n for n, s in runs.items() if (s.get("lr") or 1) <= 1e-8), None)
+    rows = []
+    for n, s in runs.items():
+        vals = lambda k: [x for x in s.get(k) or [] if x is not None]
+        r, ent = vals("reward"), vals("entropy")
+        row = dict(run=n, lr=s.get("lr", float("nan")), steps=s.get("steps"), prompts=s.get("prompts", "?"), gens=s.get("gens", "?"),
+                   control=n == ctrl, reward_first10=_mean(r[:10]), reward_last10=_mean(r[-10:]), entropy_first10=_mean(ent[:10]),
+                   entropy_last10=_mean(ent[-10:]), zero_signal=_mean(vals("zero_signal")), trainer_drift_last=(vals("trainer_drift") or [None])[-1])
+        if ctrl is not None and n != ctrl:
+            paired = [(i, a - b) for i, (a, b) in enumerate(zip(s.get("reward") or [], runs[ctrl].get("reward") or []))
+                      if a is not None and b is not None]           # steps either run missed left out
+            gap, after = [g for _, g in paired], [g for i, g in paired if i > 0]
+            row.update(gap_first10=_mean(gap[:10]), gap_last10=_mean(gap[-10:]), gap_mean=_mean(after) if len(after) > 2 else None,
+                       gap_se=statistics.stdev(after) / len(after) ** 0.5 if len(after) > 2 else None)
+        for when, v in (s.get("heldout") or {}).items():                  # greedy answers to held-out questions (--heldout)
+            row |= {f"heldout_{m}_{when}": v.get(m) for m in ("format_check", "exact")}
+        rows.append(row)
+    return rows
+
 def measured_markdown(folder="bench/h200") -> str:
     "Markdown tables of the GPU benchmarks in `folder` (grpo_step, rollout_throughput, presample_full, vllm_tests, learning_start, live_sync, stream_race, vllm_engines, logprob_memory)."
     d = Path(folder); load = lambda n: json.loads((d/f"{n}.json").read_text()) if (d/f"{n}.json").exists() else {}
-    mean = lambda xs: sum(xs) / len(xs) if xs else None
     out = []
     g = load("grpo_step")
     if g:
@@ -173,30 +200,22 @@ def measured_markdown(folder="bench/h200") -> str:
             out.append(f"| {a} | {s['steps']} | {s.get('lr', float('nan')):g} | {_num(at(s, 'sampling_logp_difference', 0), '{:.4f}')} → {_num(max(diff, default=None), '{:.4f}')} → "
                        f"{_num(at(s, 'sampling_logp_difference', -1), '{:.4f}')} | {_num(at(s, 'importance_sampling_ratio', -1), '{:.3f}')} | "
                        f"{_num(at(s, 'probe_mismatch', 0), '{:.4f}')} → {_num(at(s, 'probe_mismatch', -1), '{:.4f}')} | {_num(at(s, 'trainer_drift', -1), '{:.4f}')} | "
-                       f"{_num(at(s, 'vllm_drift', -1), '{:.4f}')} | {_num(mean(r[:10]), '{:.3f}')} → {_num(mean(r[-10:]), '{:.3f}')} | {'suspect' if suspect(s) else ''} |")
+                       f"{_num(at(s, 'vllm_drift', -1), '{:.4f}')} | {_num(_mean(r[:10]), '{:.3f}')} → {_num(_mean(r[-10:]), '{:.3f}')} | {'suspect' if suspect(s) else ''} |")
         out += ([f"No series (see the JSON's note): " + ", ".join(a for a in LIVE_ARMS if a not in ran) + "."] if len(ran) < len(LIVE_ARMS) else []) + [""]
-    gl = live.get("grpo_learns") or {}
+    gl = grpo_learns_rows(live.get("grpo_learns") or {})
     if gl:                                   # longer GRPO runs; a control at lr <= 1e-8 sees the same prompts in the same order
-        ctrl = next((s for s in gl.values() if (s.get("lr") or 1) <= 1e-8), None)
         out += ["GRPO from the learning start (`bench/live_sync.py --key grpo_learns`), mean of the first 10 steps → the last 10"
-                + (" (and minus the control, which samples the same prompts with lr ≤ 1e-8, step by step)" if ctrl else "") + ":", ""]
-        for n, s in gl.items():
-            r, ent = [x for x in s.get("reward") or [] if x is not None], [x for x in s.get("entropy") or [] if x is not None]
-            paired = [(i, a, b) for i, (a, b) in enumerate(zip(s.get("reward") or [], (ctrl or {}).get("reward") or []))
-                      if a is not None and b is not None]                 # (step index, run, control), steps either run missed left out
-            line = (f"- {n}: {s.get('steps')} steps of {s.get('prompts', '?')} prompts × {s.get('gens', '?')}, lr {s.get('lr', float('nan')):g}: "
-                    f"reward {_num(mean(r[:10]), '{:.3f}')} → {_num(mean(r[-10:]), '{:.3f}')}")
-            if ctrl is not None and s is not ctrl:
-                gap = [a - b for _, a, b in paired]
-                line += f", minus the control {_num(mean(gap[:10]), '{:+.3f}')} → {_num(mean(gap[-10:]), '{:+.3f}')}"
-                after = [a - b for i, a, b in paired if i > 0]   # step 1 samples before any update: equal by construction
-                if len(after) > 2:
-                    sd = (sum((x - mean(after)) ** 2 for x in after) / (len(after) - 1)) ** 0.5
-                    line += f" (every step after the first: {mean(after):+.4f} ± {sd / len(after) ** 0.5:.4f}, mean ± standard error)"
-            h = s.get("heldout") or {}                        # greedy answers to held-out questions, before and after (--heldout)
-            if h.get("before") and h.get("after"):
-                line += "; held-out greedy " + ", ".join(f"{m} {h['before'][m]:.3f} → {h['after'][m]:.3f}" for m in ("format_check", "exact"))
-            out.append(line + f"; entropy {_num(mean(ent[:10]), '{:.2f}')} → {_num(mean(ent[-10:]), '{:.2f}')}")
+                + (" (and minus the control, which samples the same prompts with lr ≤ 1e-8, step by step)" if any(r["control"] for r in gl) else "") + ":", ""]
+        for r in gl:
+            line = (f"- {r['run']}: {r['steps']} steps of {r['prompts']} prompts × {r['gens']}, lr {r['lr']:g}: "
+                    f"reward {_num(r['reward_first10'], '{:.3f}')} → {_num(r['reward_last10'], '{:.3f}')}")
+            if "gap_first10" in r:
+                line += f", minus the control {_num(r['gap_first10'], '{:+.3f}')} → {_num(r['gap_last10'], '{:+.3f}')}"
+            if r.get("gap_mean") is not None:
+                line += f" (every step after the first: {r['gap_mean']:+.4f} ± {r['gap_se']:.4f}, mean ± standard error)"
+            if {"heldout_format_check_before", "heldout_format_check_after"} <= r.keys():
+                line += "; held-out greedy " + ", ".join(f"{m} {r[f'heldout_{m}_before']:.3f} → {r[f'heldout_{m}_after']:.3f}" for m in ("format_check", "exact"))
+            out.append(line + f"; entropy {_num(r['entropy_first10'], '{:.2f}')} → {_num(r['entropy_last10'], '{:.2f}')}")
         out.append("")
     sr = load("stream_race")
     if sr.get("rows"):
