@@ -26,6 +26,7 @@ def save(a, name, result, quiet=False):
     d = Path(a.out); d.mkdir(parents=True, exist_ok=True)
     result = dict(result, device=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
                   torch=torch.__version__, preset=a.preset)
-    tmp = d / f".{name}.json.tmp"; tmp.write_text(json.dumps(result, indent=2, default=str)); os.replace(tmp, d / f"{name}.json")
+    from mathworklog.core import atomic_write_text
+    atomic_write_text(d / f"{name}.json", json.dumps(result, indent=2, default=str))
     if not quiet: print(json.dumps(result, indent=2, default=str))
     return result

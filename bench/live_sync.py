@@ -115,7 +115,7 @@ if __name__ == "__main__":
     a = ap.parse_args()
     if a.worker: arm_worker(a.worker, a); sys.exit(0)
     from mathworklog.sync import LIVE_ARMS
-    from mathworklog.core import MissingResourceError, learned_start
+    from mathworklog.core import MissingResourceError, atomic_write_text, learned_start
     try: a.start = a.start or learned_start()
     except MissingResourceError as e: sys.exit(str(e))
     if not (Path(a.start)/"config.json").exists(): sys.exit(f"no model at {a.start}")
@@ -150,7 +150,7 @@ if __name__ == "__main__":
             s = json.loads(line[0].split(" ", 1)[1])
             with lock:
                 res[a.key][arm] = s
-                tmp = dest.with_suffix(".tmp"); tmp.write_text(json.dumps(res, indent=2)); os.replace(tmp, dest)   # after every arm
+                atomic_write_text(dest, json.dumps(res, indent=2))   # after every arm
             print(f"{arm}: {s['steps']} steps in {s['seconds']} s, {s['chunks']} chunk(s); logp diff {s['sampling_logp_difference'][:1]} → "
                   f"{s['sampling_logp_difference'][-1:]}, IS ratio → {s['importance_sampling_ratio'][-1:]}, probe → {s['probe_mismatch'][-1:]}, "
                   f"reward {s['reward'][:1]} → {s['reward'][-1:]}", flush=True)

@@ -147,10 +147,11 @@ if __name__ == "__main__":
     if a.worker:
         e, tasks, new, preset, kw, n = a.worker; worker(e, json.loads(tasks), int(new), preset, json.loads(kw), int(n)); sys.exit(0)
     signal.signal(signal.SIGTERM, stop); signal.signal(signal.SIGINT, stop)
+    from mathworklog.core import atomic_write_text
     T0 = time.perf_counter(); out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     res = dict(workers={}, goal_tokens_per_s=100_000)
     def save():
-        tmp = out/".presample_full.json.tmp"; tmp.write_text(json.dumps(res, indent=2)); os.replace(tmp, out/"presample_full.json")
+        atomic_write_text(out/"presample_full.json", json.dumps(res, indent=2))
     # the short tasks first: on the H200 the full vLLM presample ran past its limit in every lease so far
     plan = dict(vllm=[dict(task="baseline", n=a.test_questions, k=1), dict(task="presample", n=a.questions, k=8),
                       dict(task="presample", n=a.seeded_questions, k=8, request_seeds=True)][:2 if a.vllm_engines > 1 else 3],   # a pool: engine seeds only

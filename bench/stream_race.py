@@ -91,8 +91,9 @@ if __name__ == "__main__":
     ap.add_argument("--preset", default="gpu", choices=["gpu"]); ap.add_argument("--out", default=os.environ.get("OUT", "bench/results"))
     a = ap.parse_args()
     if not torch.cuda.is_available(): raise SystemExit("stream_race.py needs a CUDA GPU: the race is between CUDA streams")
+    from mathworklog.core import atomic_write_text
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True); res = dict(args=vars(a), rows=[])
     for m in a.modes:
         t = time.perf_counter(); res["rows"] += run(m, a)
         print(m, f"{time.perf_counter() - t:.1f} s", flush=True)
-        tmp = out/"stream_race.json.tmp"; tmp.write_text(json.dumps(res, indent=2)); os.replace(tmp, out/"stream_race.json")
+        atomic_write_text(out/"stream_race.json", json.dumps(res, indent=2))

@@ -55,7 +55,7 @@ if __name__ == "__main__":
     ap.add_argument("--preset", default="gpu", choices=["gpu"], help="the 0.5B shape (a GPU with vLLM only)")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/results"))
     a = ap.parse_args()
-    from mathworklog.core import load_tokenizer
+    from mathworklog.core import atomic_write_text, load_tokenizer
     from mathworklog.data import load_gsm8k, prepare, render_prompt
     tok = load_tokenizer(preset="gpu"); prompts = [render_prompt(tok, r["question"]) for r in prepare(load_gsm8k("train", n=a.questions or None, preset="gpu"))]
     signal.signal(signal.SIGTERM, lambda *_: (kill_all(), sys.exit(143)))
@@ -73,9 +73,9 @@ if __name__ == "__main__":
         base = res["rows"][0] if res["rows"] and "tokens_per_s" in res["rows"][0] else None
         if base and "tokens_per_s" in r: r["over_first"] = round(r["tokens_per_s"] / base["tokens_per_s"], 3)
         res["rows"].append(r); print(json.dumps(r), flush=True)
-        tmp = dest.with_suffix(".tmp"); tmp.write_text(json.dumps(res, indent=2)); os.replace(tmp, dest)
+        atomic_write_text(dest, json.dumps(res, indent=2))
         if "error" in r and "cut off" in r["error"]: break
     try:
         import torch; res["device"] = torch.cuda.get_device_name()
     except Exception: pass
-    tmp = dest.with_suffix(".tmp"); tmp.write_text(json.dumps(res, indent=2)); os.replace(tmp, dest)
+    atomic_write_text(dest, json.dumps(res, indent=2))
