@@ -10,18 +10,21 @@
 # Items: vllm-tests | bench:NAME[:ARGS] | nb:NOTEBOOK[:k=v,k=v] | presample-full[:ARGS] | sync-repro | live-sync[:ARMS[:ARGS]],
 # each optionally followed by @SECONDS (its time limit); ARGS and ARMS are comma-separated.
 # Carry .gpu in every call (tokenizer and GSM8K; the script refuses to run without them).
+# A call whose answer says warm: false ran on a fresh box (the last went back after 30 s idle): /tmp/site and the
+# learning start are gone there, so carry .v1, .v2, .v3 again (three calls) before any vLLM item.
 # The gpu preset's student is the learning start (core.learned_start): on a fresh box run bench:learning_start first
 # (about 4 minutes; TRL alone suffices, so it can run in the call that carries .v1 with .whlmin/ installed).
 # live-sync: six arms side by side ran out of GPU memory on one H200 (143 GB peak; an fp32 LoRA arm holds ~40 GB): run
 # three at a time, one wave per call (250-355 s each), e.g.  live-sync:fp32_unpatched,fp32_patched,bf16_unpatched:--parallel,3,--stagger,4@380
-# Does GRPO from the learning start raise the reward? Arms see the same prompts in the same order, so read a run against
-# a control at lr 1e-9:  live-sync:bf16_out_of_place/1e-9,bf16_out_of_place/3e-4,bf16_out_of_place/1e-3:--parallel,3,--key,grpo_learns,--prompts,16,--steps,50@500
-# (472 s on 2026-12-04 with Qwen2.5's tokenizer; 50 steps of 16 x 8 took 309-320 s per run, three at a time; lr 1e-3 came out
-# +0.019 +- 0.008 a step over the control, 3e-4 nothing). Next: --lr-schedule,constant (TRL's default decays the lr to 0) and
-# another --seed, and --heldout,64 (greedy format/exact on 64 test questions before and after each run: ~1 min more); each run
-# now also keeps the seven rewards' parts (reward_<name>).
-# The full vLLM presample through 4 engines (the pool fixes their KV caches and starts them together: 89 s cold with
-# 16 GiB each), which needs ~110 s from launch to start and ~155 s to sample at 100k tok/s:  presample-full:--engines,vllm,--vllm-engines,4@420
+# Does GRPO from the learning start raise the reward? Runs sample the same prompts in the same order, so read each against
+# a control at lr 1e-9 of the same seed and schedule (results.grpo_learns_rows pairs them; runs are named ARM · SCHEDULE · seed N):
+#   live-sync:bf16_out_of_place/1e-9,bf16_out_of_place/1e-3,bf16_out_of_place/3e-3:--parallel,3,--key,grpo_learns,--prompts,16,--steps,50,--lr-schedule,constant,--heldout,64,--seed,1@545
+# (478 s on 2026-12-04, ninth session: lr 1e-3 +0.028 +- 0.010 a step over the control, step_check +0.054, held-out mean reward
+# 1.169 -> 1.323; lr 3e-3 collapsed. The eighth session ran seed 0 with the default linear decay: 1e-3 +0.019 +- 0.008.)
+# Next: another seed at constant 1e-3 (and 2e-3), or more steps; merge the runs into bench/h200/live_sync.json by hand.
+# The full vLLM presample through 4 engines (the pool fixes their KV caches and starts them together):
+#   presample-full:--engines,vllm,--vllm-engines,4@450   (225 s on 2026-12-04: start 80.7 s, 7,473 x 8 x 256 in 107.9 s = 141,683 tok/s)
+# The HF fast path on a subset, TRL only (fits a call with .whlmin/):  presample-full:--engines,hf,--hf-questions,512@205   (140 s)
 # Chapter 04 itself at that size (its parameters: k=8; the pool's default KV share):
 #   nb:04_presample:backend=vllm,engines=4,n_questions=7473,k=8,max_new_tokens=256@480
 # bench:stream_race (TRL only, no vLLM needed: fits the .v1 call) checks that the sync fixes no longer race the optimizer.

@@ -87,7 +87,7 @@ def arm_worker(arm, a):
     out = {v: [h.get(k) for h in logs] for k, v in series.items()}
     if held: out["heldout"] = {k: {m: v[m] for m in ("format_check", "tag_check", "exact", "strict", "mean_reward")} for k, v in held.items()}
     out["noise_table"] = {k: dict(step=st, rows=noise_table(sv, ov).to_dict("records")) for k, (sv, ov, st) in tr.noise.items()}
-    out |= dict(dtype=dtype, lora=lora, fix=fix, steps=len(logs), seconds=round(secs, 1), chunks=chunks, lr=lr, lr_schedule=a.lr_schedule, prompts=a.prompts, gens=a.gens, max_new_tokens=a.new)
+    out |= dict(dtype=dtype, lora=lora, fix=fix, steps=len(logs), seconds=round(secs, 1), chunks=chunks, lr=lr, lr_schedule=a.lr_schedule, seed=a.seed, prompts=a.prompts, gens=a.gens, max_new_tokens=a.new)
     print("ARM_RESULT " + json.dumps(out))
 
 if __name__ == "__main__":
@@ -149,7 +149,9 @@ if __name__ == "__main__":
                 print(arm, f"failed (rc {p.returncode}); the last of {log.name}:", log.read_text()[-2500:], flush=True); return   # this stream stops
             s = json.loads(line[0].split(" ", 1)[1])
             with lock:
-                res[a.key][arm] = s
+                # outside `arms`, runs of several sessions sit side by side: the name says the schedule and the seed, and
+                # results.grpo_learns_rows reads each run against the control of its own schedule and seed
+                res[a.key][arm if a.key == "arms" else f"{arm} · {a.lr_schedule} · seed {a.seed}"] = s
                 atomic_write_text(dest, json.dumps(res, indent=2))   # after every arm
             print(f"{arm}: {s['steps']} steps in {s['seconds']} s, {s['chunks']} chunk(s); logp diff {s['sampling_logp_difference'][:1]} → "
                   f"{s['sampling_logp_difference'][-1:]}, IS ratio → {s['importance_sampling_ratio'][-1:]}, probe → {s['probe_mismatch'][-1:]}, "

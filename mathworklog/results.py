@@ -6,16 +6,16 @@ Docs: https://mathworklog.github.io/mathworklog/results.html.md"""
 
 # %% ../nbs/10_results.ipynb #e8938e61
 from __future__ import annotations
-import argparse, json, time
+import argparse, json, re, time
 from pathlib import Path
 import pandas as pd
 from .core import WORKLOG, find_runs, latest_run, new_run, project_root
 from .sft import read_metrics
 
 # %% auto #0
-__all__ = ['WHAT', 'WORKLOG_KEYS', 'worklog_reference', 'eval_points', 'results_table', 'evidence', 'plot_runs',
-           'grpo_learns_rows', 'measured_markdown', 'chapters', 'run_worklog', 'export_worklog', 'worklog_markdown',
-           'worklog_main']
+__all__ = ['WHAT', 'WORKLOG_KEYS', 'worklog_reference', 'eval_points', 'results_table', 'evidence', 'plot_runs', 'grpo_controls',
+           'grpo_part_gaps', 'grpo_learns_rows', 'measured_markdown', 'chapters', 'run_worklog', 'export_worklog',
+           'worklog_markdown', 'worklog_main']
 
 # %% ../nbs/10_results.ipynb #8ac25408
 WHAT = {"baseline": "greedy eval of the base model", "presample": "k samples per train question", "sft": "SFT warm-up",
@@ -99,28 +99,55 @@ def _num(v, fmt="{:,.0f}"):
 
 def _mean(xs): return sum(xs) / len(xs) if xs else None
 
+def _cohort(s: dict) -> str:
+    "Runs that sample the same prompts in the same order: same seed, batch, length and lr schedule (TRL's default: linear)."
+    return f"{s.get('lr_schedule', 'linear')} lr, seed {s.get('seed', 0)}, {s.get('steps')} steps of {s.get('prompts', '?')} × {s.get('gens', '?')}"
+
+def grpo_controls(runs: dict) -> dict:
+    "The control of each cohort (`_cohort`): its first run at lr ≤ 1e-8, which samples like the others but does not learn."
+    out = {}
+    for n, s in runs.items():
+        if (s.get("lr") or 1) <= 1e-8: out.setdefault(_cohort(s), n)
+    return out
+
+def _paired_gap(a: list, b: list) -> dict:
+    """Step-by-step difference of two runs' series (steps either run missed left out): means over the first and last 10
+    steps, and the mean ± standard error over every step after the first (step 1 samples before any update)."""
+    import statistics
+    paired = [(i, x - y) for i, (x, y) in enumerate(zip(a or [], b or [])) if x is not None and y is not None]
+    gap, after = [g for _, g in paired], [g for i, g in paired if i > 0]
+    return dict(gap_first10=_mean(gap[:10]), gap_last10=_mean(gap[-10:]), gap_mean=_mean(after) if len(after) > 2 else None,
+                gap_se=statistics.stdev(after) / len(after) ** 0.5 if len(after) > 2 else None)
+
+def grpo_part_gaps(runs: dict) -> list[dict]:
+    """Which of the seven rewards moved: for every run that kept them per step (`reward_<name>`, unweighted), each one's
+    gap to its cohort's control (`_paired_gap`: mean ± s.e. over the steps after the first), with the control's mean."""
+    ctrls, rows = grpo_controls(runs), []
+    for n, s in runs.items():
+        c = runs.get(ctrls.get(_cohort(s)) or "")
+        if c is None or c is s: continue
+        for k in (k for k in s if k.startswith("reward_") and k in c):
+            g = _paired_gap(s[k], c[k])
+            rows.append(dict(run=n, lr=s.get("lr"), reward=k.removeprefix("reward_"), control_mean=_mean([x for x in c[k] if x is not None]),
+                             gap_mean=g["gap_mean"], gap_se=g["gap_se"]))
+    return rows
+
 def grpo_learns_rows(runs: dict) -> list[dict]:
     """`live_sync.json`'s `grpo_learns` runs, one dict each: reward and entropy over the first and last 10 steps, and the
-    reward's gap to the control (the run at lr ≤ 1e-8, which samples the same prompts in the same order), paired by step;
-    `gap_mean` ± `gap_se` over every step after the first (step 1 samples before any update). Chapter 07 tabulates it,
-    `measured_markdown` writes it out."""
-    import statistics
-    ctrl = next((n for n, s in runs.items() if (s.get("lr") or 1) <= 1e-8), None)
-    rows = []
+    reward's gap to the control of its cohort (the run at lr ≤ 1e-8 with the same seed, batch and schedule, which samples
+    the same prompts in the same order), paired by step; `gap_mean` ± `gap_se` over every step after the first (step 1
+    samples before any update). Runs of several sessions sit side by side, each read against its own control. Chapter 07
+    tabulates it, `measured_markdown` writes it out."""
+    ctrls, rows = grpo_controls(runs), []
     for n, s in runs.items():
         vals = lambda k: [x for x in s.get(k) or [] if x is not None]
-        r, ent = vals("reward"), vals("entropy")
-        row = dict(run=n, lr=s.get("lr", float("nan")), steps=s.get("steps"), prompts=s.get("prompts", "?"), gens=s.get("gens", "?"),
+        r, ent, ctrl = vals("reward"), vals("entropy"), ctrls.get(_cohort(s))
+        row = dict(run=n, lr=s.get("lr", float("nan")), cohort=_cohort(s), steps=s.get("steps"), prompts=s.get("prompts", "?"), gens=s.get("gens", "?"),
                    control=n == ctrl, reward_first10=_mean(r[:10]), reward_last10=_mean(r[-10:]), entropy_first10=_mean(ent[:10]),
                    entropy_last10=_mean(ent[-10:]), zero_signal=_mean(vals("zero_signal")), trainer_drift_last=(vals("trainer_drift") or [None])[-1])
-        if ctrl is not None and n != ctrl:
-            paired = [(i, a - b) for i, (a, b) in enumerate(zip(s.get("reward") or [], runs[ctrl].get("reward") or []))
-                      if a is not None and b is not None]           # steps either run missed left out
-            gap, after = [g for _, g in paired], [g for i, g in paired if i > 0]
-            row.update(gap_first10=_mean(gap[:10]), gap_last10=_mean(gap[-10:]), gap_mean=_mean(after) if len(after) > 2 else None,
-                       gap_se=statistics.stdev(after) / len(after) ** 0.5 if len(after) > 2 else None)
+        if ctrl is not None and n != ctrl: row.update(_paired_gap(s.get("reward"), runs[ctrl].get("reward")))
         for when, v in (s.get("heldout") or {}).items():                  # greedy answers to held-out questions (--heldout)
-            row |= {f"heldout_{m}_{when}": v.get(m) for m in ("format_check", "exact")}
+            row |= {f"heldout_{m}_{when}": v.get(m) for m in ("format_check", "exact", "mean_reward")}
         rows.append(row)
     return rows
 
@@ -157,7 +184,7 @@ def measured_markdown(folder="bench/h200") -> str:
         return "did not finish" + (": " + ", ".join(f"< {_num(v)} ({k})" for k, v in b.items()) if b else "")
     p = load("presample_full")
     if p:
-        out += ["| chapters at the worklog's size | engine | tokens | seconds | tok/s |", "|---|---|---|---|---|"]
+        out += ["| chapters at the worklog's size | engine | start s | tokens | seconds | tok/s |", "|---|---|---|---|---|---|"]
         for k, label in (("baseline_vllm", "02: 1,319 × greedy"), ("baseline_vllm_pool", "02: 1,319 × greedy"), ("baseline_hf", "02: 1,319 × greedy"),
                          ("presample_vllm", "04: 7,473 × 8"), ("presample_vllm_pool", "04: 7,473 × 8"), ("presample_hf", "04: 7,473 × 8 (subset)")):
             r = p.get(k) or {}
@@ -166,13 +193,15 @@ def measured_markdown(folder="bench/h200") -> str:
                 label = f"{label.split(':')[0]}: {r['questions']:,} × {r.get('samples_per_question', 1)}" + \
                         (" (subset)" if r["questions"] < (1319 if k.startswith("baseline") else 7473) else "")
             eng = ("vLLM" + (f" × {r['engines']} engines" if (r.get("engines") or 1) > 1 else "")) if "vllm" in k else "HF fast path"
-            out.append(f"| {label} | {eng} | {_num(r.get('tokens'))} | {_num(r.get('seconds'), '{:.1f}')} | "
+            out.append(f"| {label} | {eng} | {_num(r.get('engine_start_s'), '{:.1f}')} | {_num(r.get('tokens'))} | {_num(r.get('seconds'), '{:.1f}')} | "
                        + (_num(r.get("tokens_per_s")) if r.get("completed", True) else _unfinished(r)) + " |")
         out.append("")
     v = load("vllm_tests")
     if v:
         s = v.get("sync_bug_real_engine_fp32", {})
-        out += [f"vLLM tests on the box: greedy vLLM = HF `generate` (fp32) for {v.get('greedy_identical_fp32', {}).get('share', 0):.0%} of prompts; "
+        txt = (d/"vllm_tests.txt").read_text().splitlines() if (d/"vllm_tests.txt").exists() else []
+        line = next((l for l in txt if re.match(r"\d+ (passed|failed)", l)), None)     # the newest pytest summary (first in the file)
+        out += ["vLLM tests on the box" + (f" (`tests/test_vllm.py`, pytest: {line})" if line else "") + f": greedy vLLM = HF `generate` (fp32) for {v.get('greedy_identical_fp32', {}).get('share', 0):.0%} of prompts; "
                 f"teacher-forced log-prob gap vLLM vs HF {v.get('vllm_copy_logprob_gap', {}).get('float32', {}).get('mean', float('nan')):.1e} (fp32), "
                 f"{v.get('vllm_copy_logprob_gap', {}).get('bfloat16', {}).get('mean', float('nan')):.1e} (bf16) per token; "
                 f"the sync bug in a real engine (fp32, 1 GiB buffer): {s.get('unpatched', {}).get('stuck', '?')} of {s.get('unpatched', {}).get('of', '?')} "
@@ -206,16 +235,23 @@ def measured_markdown(folder="bench/h200") -> str:
     if gl:                                   # longer GRPO runs; a control at lr <= 1e-8 sees the same prompts in the same order
         out += ["GRPO from the learning start (`bench/live_sync.py --key grpo_learns`), mean of the first 10 steps → the last 10"
                 + (" (and minus the control, which samples the same prompts with lr ≤ 1e-8, step by step)" if any(r["control"] for r in gl) else "") + ":", ""]
-        for r in gl:
-            line = (f"- {r['run']}: {r['steps']} steps of {r['prompts']} prompts × {r['gens']}, lr {r['lr']:g}: "
-                    f"reward {_num(r['reward_first10'], '{:.3f}')} → {_num(r['reward_last10'], '{:.3f}')}")
-            if "gap_first10" in r:
-                line += f", minus the control {_num(r['gap_first10'], '{:+.3f}')} → {_num(r['gap_last10'], '{:+.3f}')}"
-            if r.get("gap_mean") is not None:
-                line += f" (every step after the first: {r['gap_mean']:+.4f} ± {r['gap_se']:.4f}, mean ± standard error)"
-            if {"heldout_format_check_before", "heldout_format_check_after"} <= r.keys():
-                line += "; held-out greedy " + ", ".join(f"{m} {r[f'heldout_{m}_before']:.3f} → {r[f'heldout_{m}_after']:.3f}" for m in ("format_check", "exact"))
-            out.append(line + f"; entropy {_num(r['entropy_first10'], '{:.2f}')} → {_num(r['entropy_last10'], '{:.2f}')}")
+        parts = grpo_part_gaps(live.get("grpo_learns") or {})
+        for c in dict.fromkeys(r["cohort"] for r in gl):              # one list per cohort (seed, batch, schedule), its control first
+            out.append(f"- {c}:")
+            for r in sorted((r for r in gl if r["cohort"] == c), key=lambda r: (not r["control"], r["lr"])):
+                line = (f"  - lr {r['lr']:g}{' (control)' if r['control'] else ''}: "
+                        f"reward {_num(r['reward_first10'], '{:.3f}')} → {_num(r['reward_last10'], '{:.3f}')}")
+                if "gap_first10" in r:
+                    line += f", minus the control {_num(r['gap_first10'], '{:+.3f}')} → {_num(r['gap_last10'], '{:+.3f}')}"
+                if r.get("gap_mean") is not None:
+                    line += f" (every step after the first: {r['gap_mean']:+.4f} ± {r['gap_se']:.4f}, mean ± standard error)"
+                ho = [m for m in ("format_check", "exact", "mean_reward") if None not in (r.get(f"heldout_{m}_before"), r.get(f"heldout_{m}_after"))]
+                if ho: line += "; held-out greedy " + ", ".join(f"{m} {r[f'heldout_{m}_before']:.3f} → {r[f'heldout_{m}_after']:.3f}" for m in ho)
+                out.append(line + f"; entropy {_num(r['entropy_first10'], '{:.2f}')} → {_num(r['entropy_last10'], '{:.2f}')}")
+                moved = [p for p in parts if p["run"] == r["run"] and p["gap_se"] and abs(p["gap_mean"]) > 2 * p["gap_se"]]
+                if any(p["run"] == r["run"] for p in parts):         # the seven rewards, kept per step since the ninth session
+                    out.append("    - rewards beyond 2 standard errors of the control: " + (", ".join(
+                        f"{p['reward']} {p['gap_mean']:+.4f} ± {p['gap_se']:.4f}" for p in sorted(moved, key=lambda p: -abs(p["gap_mean"]))) or "none"))
         out.append("")
     sr = load("stream_race")
     if sr.get("rows"):
