@@ -31,7 +31,7 @@
 # bench:vllm_engines:--configs,1,4 times the presample through evaluate.GeneratorPool (N engines on the one GPU).
 # Each item's command sees its limit in $ITEM_LIMIT. Everything an item prints goes to $OUT/<item>.log; results (JSON, executed notebooks) to $OUT; a summary last.
 set -o pipefail
-FINAL=${OUT:-/tmp/out}; W=/tmp/work; mkdir -p "$W" "$FINAL"; T0=$(date +%s); DEADLINE=${DEADLINE:-570}
+FINAL=${OUT:-/tmp/out}; W=${GPU_RUN_WORK:-/tmp/work}; mkdir -p "$W" "$FINAL"; T0=$(date +%s); DEADLINE=${DEADLINE:-570}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd); cd "$root"
 export MATHWORKLOG_RUNS=${MATHWORKLOG_RUNS:-/tmp/runs} MATHWORKLOG_CACHE=${MATHWORKLOG_CACHE:-/tmp/mwl-cache} PYTHONUNBUFFERED=1 \
        NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 \
@@ -44,7 +44,7 @@ trap finish EXIT
 python3 -c "
 import importlib, importlib.util, torch
 v = {m: getattr(importlib.import_module(m), '__version__', '?') if importlib.util.find_spec(m) else 'absent' for m in ('torch', 'transformers', 'trl', 'peft', 'datasets', 'vllm')}
-print(' '.join(f'{k} {x}' for k, x in v.items()), torch.cuda.get_device_name())" 2>&1 | tail -1 | tee "$W/versions.txt"
+print(' '.join(f'{k} {x}' for k, x in v.items()), torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" 2>&1 | tail -1 | tee "$W/versions.txt"
 grep -q "trl [0-9]" "$W/versions.txt" || { echo "the box lacks TRL: source .v3/box.sh (or /tmp/dl/box.sh) first, or install .whlmin/ (TRL, datasets)"; exit 1; }
 # the gpu preset reads Qwen2.5's tokenizer and GSM8K from the carried .gpu/ (box.sh exports the two variables when it is
 # there). A call that does not carry .gpu would fall back to the 4,096-token BPE and the bundled problems: on 2026-12-04
@@ -65,6 +65,9 @@ run() {
   [ $rc -ne 0 ] && grep -v "Warning\|warnings.warn\|^\s*$" "$W/$name.log" | tail -12
   return 0
 }
+# an item that needs vLLM on a box without it would pass as "skipped" (pytest) or fail late: say so and go on to the next item
+need_vllm() { grep -q "vllm [0-9]" "$W/versions.txt" && return 0
+  echo "$1 skipped: vLLM is not installed on this box (a fresh box after warm: false? carry .v1, .v2, .v3 again)" | tee -a "$W/summary.txt"; return 1; }
 for item in "$@"; do
   LIMIT=; [[ "$item" == *@* ]] && { LIMIT=${item##*@}; item=${item%@*}; }        # item@SECONDS: this item's time limit
   kind=${item%%:*}; rest=${item#"$kind"}; rest=${rest#:}              # KIND[:WHAT[:ARGS]]; presample-full takes the whole rest as its
@@ -72,6 +75,7 @@ for item in "$@"; do
   # value at its colon). Arguments are comma-separated, so a JSON value can hold one key only, and no "@" (the time limit).
   case "$kind" in
     vllm-tests)
+      need_vllm vllm-tests || continue
       rm -f "$W/vllm_tests.json"
       run vllm-tests ${LIMIT:-420} env VLLM_TEST_REPORT="$W/vllm_tests.json" python3 -m pytest -q -rA -p no:cacheprovider tests/test_vllm.py
       { grep -E "^(PASSED|FAILED|ERROR|SKIPPED)|passed|failed|error" "$W/vllm-tests.log" | tail -15; cat "$W/versions.txt"; } > "$W/vllm_tests.txt"
@@ -84,11 +88,13 @@ for item in "$@"; do
       run "$what" ${LIMIT:-300} python3 -m papermill -k python3 --cwd nbs "nbs/$what.ipynb" "$W/$what.gpu.ipynb" -p preset gpu "${params[@]}"
       grep -E "^preset=|Error|error" "$W/$what.log" | head -5 ;;
     presample-full)
+      [[ "$rest" == *vllm* ]] && { need_vllm presample-full || continue; }
       run presample-full ${LIMIT:-300} python3 bench/presample_full.py --out "$W" --from-runs "$MATHWORKLOG_RUNS" ${rest//,/ }
       grep -E "^(presample|baseline)|tasks done" "$W/presample-full.log" | cut -c1-400 ;;
     sync-repro)
       run sync-repro ${LIMIT:-200} python3 tools/repro_trl_lora_sync.py --model "$(python3 -c 'from mathworklog.core import load_tokenizer, model_path; print(model_path("shaped", load_tokenizer(preset="gpu"), "gpu"))')" ;;
     live-sync)
+      need_vllm live-sync || continue
       run live-sync ${LIMIT:-560} python3 bench/live_sync.py --out "$W" ${what:+--arms ${what//,/ }} ${args//,/ } ;;
     *) echo "unknown item $item" ;;
   esac

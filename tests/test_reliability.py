@@ -2,7 +2,7 @@
 
 Each test reproduces what went wrong (its docstring says what the original code did) and asserts the fixed behaviour.
 Models are the cached tiny one over the offline fallback tokenizer; the file runs in about a minute on two CPU cores."""
-import contextlib, io, json, os, random, re, shutil, signal, subprocess, sys, threading, time, warnings
+import contextlib, importlib.util, io, json, os, random, re, shutil, signal, subprocess, sys, threading, time, warnings
 from pathlib import Path
 import pandas as pd
 import pytest
@@ -348,3 +348,18 @@ def test_presample_bench_bounds_a_cut_off_task():
     assert (cut["task"], cut["completed"], cut["sampling_s_at_least"], cut["tokens_per_s_upper_bound"]) == ("presample", False, 10.0, 2048)
     assert "wall_clock" not in cut
     assert pf.unfinished(lines[:3], done=1, killed_at=120.0) is None      # killed before the next task started sampling
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None or importlib.util.find_spec("vllm") is not None,
+                    reason="checks a box without vLLM; here the items would really run")
+def test_gpu_run_refuses_vllm_items_without_vllm(tmp_path):
+    "On a box without vLLM (a fresh one after `warm: false`) the vLLM items say so instead of passing as 'skipped'."
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, OUT=str(tmp_path/"out"), GPU_RUN_WORK=str(tmp_path/"work"), MATHWORKLOG_TOKENIZER=str(tmp_path),
+               MATHWORKLOG_GSM8K=str(tmp_path), DEADLINE="60")
+    p = subprocess.run(["bash", "bench/gpu_run.sh", "vllm-tests", "live-sync:bf16_patched", "presample-full:--engines,vllm"],
+                       cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    summary = (tmp_path/"work"/"summary.txt").read_text()
+    for item in ("vllm-tests", "live-sync", "presample-full"):
+        assert f"{item} skipped: vLLM is not installed" in summary, (summary, p.stdout, p.stderr)
+    assert not (tmp_path/"work"/"vllm-tests.log").exists()          # pytest never ran
