@@ -284,6 +284,7 @@ class GeneratorPool:
         self.backend = resolve_backend(str(model), backend); self.engines, self.procs = engines, []
         if self.backend == "vllm" and engines > 1 and "kv_cache_memory_bytes" not in kw:
             kw = dict(kw, kv_cache_memory_bytes=self.kv_share(engines, gpu_memory_utilization))
+        together = self.starts_together(self.backend, kw)
         try:
             for i in range(engines):
                 wkw = dict(kw)
@@ -294,8 +295,8 @@ class GeneratorPool:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
                 self.procs.append(p)
                 _send(p.stdin, dict(model=str(model), tokenizer=tokenizer, backend=self.backend, batch_size=batch_size, dtype=dtype, kw=wkw))
-                if not self.starts_together(self.backend, kw): self._ready(i)
-            if self.starts_together(self.backend, kw):
+                if not together: self._ready(i)
+            if together:
                 for i in range(engines): self._ready(i)
         except BaseException: self.close(kill=True); raise
     @staticmethod

@@ -124,8 +124,9 @@ def grpo_part_gaps(runs: dict) -> list[dict]:
     gap to its cohort's control (`_paired_gap`: mean ± s.e. over the steps after the first), with the control's mean."""
     ctrls, rows = grpo_controls(runs), []
     for n, s in runs.items():
-        c = runs.get(ctrls.get(_cohort(s)) or "")
-        if c is None or c is s: continue
+        ctrl = ctrls.get(_cohort(s))
+        if ctrl is None or ctrl == n: continue
+        c = runs[ctrl]
         for k in (k for k in s if k.startswith("reward_") and k in c):
             g = _paired_gap(s[k], c[k])
             rows.append(dict(run=n, lr=s.get("lr"), reward=k.removeprefix("reward_"), control_mean=_mean([x for x in c[k] if x is not None]),
@@ -231,11 +232,11 @@ def measured_markdown(folder="bench/h200") -> str:
                        f"{_num(at(s, 'probe_mismatch', 0), '{:.4f}')} → {_num(at(s, 'probe_mismatch', -1), '{:.4f}')} | {_num(at(s, 'trainer_drift', -1), '{:.4f}')} | "
                        f"{_num(at(s, 'vllm_drift', -1), '{:.4f}')} | {_num(_mean(r[:10]), '{:.3f}')} → {_num(_mean(r[-10:]), '{:.3f}')} | {'suspect' if suspect(s) else ''} |")
         out += ([f"No series (see the JSON's note): " + ", ".join(a for a in LIVE_ARMS if a not in ran) + "."] if len(ran) < len(LIVE_ARMS) else []) + [""]
-    gl = grpo_learns_rows(live.get("grpo_learns") or {})
+    glr = live.get("grpo_learns") or {}; gl = grpo_learns_rows(glr)
     if gl:                                   # longer GRPO runs; a control at lr <= 1e-8 sees the same prompts in the same order
         out += ["GRPO from the learning start (`bench/live_sync.py --key grpo_learns`), mean of the first 10 steps → the last 10"
                 + (" (and minus the control, which samples the same prompts with lr ≤ 1e-8, step by step)" if any(r["control"] for r in gl) else "") + ":", ""]
-        parts = grpo_part_gaps(live.get("grpo_learns") or {})
+        parts = grpo_part_gaps(glr)
         for c in dict.fromkeys(r["cohort"] for r in gl):              # one list per cohort (seed, batch, schedule), its control first
             out.append(f"- {c}:")
             for r in sorted((r for r in gl if r["cohort"] == c), key=lambda r: (not r["control"], r["lr"])):
@@ -248,8 +249,9 @@ def measured_markdown(folder="bench/h200") -> str:
                 ho = [m for m in ("format_check", "exact", "mean_reward") if None not in (r.get(f"heldout_{m}_before"), r.get(f"heldout_{m}_after"))]
                 if ho: line += "; held-out greedy " + ", ".join(f"{m} {r[f'heldout_{m}_before']:.3f} → {r[f'heldout_{m}_after']:.3f}" for m in ho)
                 out.append(line + f"; entropy {_num(r['entropy_first10'], '{:.2f}')} → {_num(r['entropy_last10'], '{:.2f}')}")
-                moved = [p for p in parts if p["run"] == r["run"] and p["gap_se"] and abs(p["gap_mean"]) > 2 * p["gap_se"]]
-                if any(p["run"] == r["run"] for p in parts):         # the seven rewards, kept per step since the ninth session
+                mine = [p for p in parts if p["run"] == r["run"]]
+                moved = [p for p in mine if p["gap_se"] and abs(p["gap_mean"]) > 2 * p["gap_se"]]
+                if mine:                                              # the seven rewards, kept per step since the ninth session
                     out.append("    - rewards beyond 2 standard errors of the control: " + (", ".join(
                         f"{p['reward']} {p['gap_mean']:+.4f} ± {p['gap_se']:.4f}" for p in sorted(moved, key=lambda p: -abs(p["gap_mean"]))) or "none"))
         out.append("")

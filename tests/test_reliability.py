@@ -338,7 +338,6 @@ def test_data_full_preset_refuses_bundled_problems(tmp_path, monkeypatch):
 
 def test_presample_bench_bounds_a_cut_off_task():
     "bench/presample_full.py: a worker killed mid-task leaves an upper bound on that task's rate, not a silent gap."
-    import importlib.util
     spec = importlib.util.spec_from_file_location("presample_full", Path(__file__).parents[1]/"bench"/"presample_full.py")
     pf = importlib.util.module_from_spec(spec); spec.loader.exec_module(pf)
     start = lambda task, t: "PRESAMPLE_START " + json.dumps(dict(task=task, questions=10, samples_per_question=8, max_new_tokens=256,
