@@ -275,13 +275,13 @@ class GeneratorPool:
     "`engines` generators in as many worker processes, each given every `engines`-th prompt of a call; texts in prompt order."
     def __init__(self, model, tokenizer, backend: str = "auto", engines: int = 2, batch_size: int = 16, dtype: str = "auto",
                  gpu_memory_utilization: float = 0.85, **kw):
-        import subprocess, sys
+        import subprocess, sys, tempfile
         from pathlib import Path
         if not isinstance(engines, int) or engines < 1: raise ValueError(f"engines must be a positive int, not {engines!r}")
         if not isinstance(model, (str, Path)):
             raise TypeError(f"a GeneratorPool loads the model in each worker: pass its path, not a {type(model).__name__}")
         if kw.get("request_seeds"): raise ValueError("request_seeds needs one engine: a pool's workers would reuse each other's seeds")
-        self.backend = resolve_backend(str(model), backend); self.engines, self.procs = engines, []
+        self.backend = resolve_backend(str(model), backend); self.engines, self.procs, self.logs = engines, [], []
         if self.backend == "vllm" and engines > 1 and "kv_cache_memory_bytes" not in kw:
             kw = dict(kw, kv_cache_memory_bytes=self.kv_share(engines, gpu_memory_utilization))
         together = self.starts_together(self.backend, kw)
@@ -291,8 +291,9 @@ class GeneratorPool:
                 if self.backend == "vllm":          # the GPU's memory shared out; engine core in the worker; seeds apart
                     wkw.update(gpu_memory_utilization=gpu_memory_utilization / engines, seed=kw.get("seed", 0) + i)
                     wkw.setdefault("in_process", True)
+                self.logs.append(tempfile.TemporaryFile())      # the worker's prints and logs: read by `log(i)` and errors
                 p = subprocess.Popen([sys.executable, "-c", "from mathworklog.evaluate import _pool_worker; _pool_worker()"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.logs[-1])
                 self.procs.append(p)
                 _send(p.stdin, dict(model=str(model), tokenizer=tokenizer, backend=self.backend, batch_size=batch_size, dtype=dtype, kw=wkw))
                 if not together: self._ready(i)
@@ -325,29 +326,37 @@ class GeneratorPool:
                 raise RuntimeError(f"a pool of vLLM engines needs an NVIDIA GPU, and NVML found none ({e!r}); "
                                    "or pass kv_cache_memory_bytes yourself") from None
         return int(total_bytes * gpu_memory_utilization / engines / 2)
+    def log(self, i: int, lines: int | None = None) -> str:
+        "What worker `i` printed (vLLM's loading and CUDA-graph logs, warnings): its last `lines` lines, or all of it."
+        f = self.logs[i]; f.flush(); f.seek(0)
+        text = f.read().decode(errors="replace"); f.seek(0, 2)
+        return text if lines is None else "\n".join(text.splitlines()[-lines:])
+    def _exited(self, i) -> str:
+        return f"exited (code {self.procs[i].poll()}); its last lines:\n{self.log(i, 20)}"
     def _ready(self, i):
         msg = _recv(self.procs[i].stdout)
         if msg is None or msg[0] != "ready":
-            raise RuntimeError(f"engine {i} of {self.engines} did not start (exit code {self.procs[i].poll()})" + (f":\n{msg[1]}" if msg else ""))
+            raise RuntimeError(f"engine {i} of {self.engines} did not start: " + (msg[1] if msg else self._exited(i)))
     def generate(self, prompts, n=1, temperature=0.0, max_new_tokens=256, seed=None) -> Generation:
         "Each worker samples its share at once; with `seed`, worker i seeds its call with `seed + i`."
         if not self.procs: raise RuntimeError("this GeneratorPool is closed")
         prompts = list(prompts); live = [i for i in range(self.engines) if prompts[i::self.engines]]
-        t0 = time.perf_counter(); texts, n_tok, errors, sent = [None] * len(prompts), 0, [], []
+        t0 = time.perf_counter(); texts, n_tok, errors, sent, gone = [None] * len(prompts), 0, [], [], False
         try:
             for i in live:
                 try: _send(self.procs[i].stdin, ("generate", dict(prompts=prompts[i::self.engines], n=n, temperature=temperature,
                                                                  max_new_tokens=max_new_tokens, seed=None if seed is None else seed + i)))
-                except OSError: errors.append(f"engine {i}: exited (code {self.procs[i].poll()})"); continue
+                except OSError: errors.append(f"engine {i}: {self._exited(i)}"); gone = True; continue
                 sent.append(i)
             for i in sent:
                 msg = _recv(self.procs[i].stdout)
-                if msg is None or msg[0] != "ok": errors.append(f"engine {i}: " + (msg[1] if msg else f"exited (code {self.procs[i].poll()})")); continue
+                if msg is None: errors.append(f"engine {i}: {self._exited(i)}"); gone = True; continue
+                if msg[0] != "ok": errors.append(f"engine {i}: {msg[1]}"); continue
                 texts[i::self.engines] = msg[1]; n_tok += msg[2]
         except BaseException:              # interrupted between a request and its answers: unread answers would answer the next call
             self.close(kill=True); raise
-        if errors:
-            if any(p.poll() is not None for p in self.procs): self.close()     # an engine is gone: the pool cannot serve again
+        if errors:                          # an engine is gone (its pipe closed): the pool cannot serve again
+            if gone or any(p.poll() is not None for p in self.procs): self.close()
             raise RuntimeError("generation failed in the pool:\n" + "\n".join(errors))
         return Generation(texts, n_tok, time.perf_counter() - t0)
     def close(self, kill: bool = False):
@@ -361,7 +370,8 @@ class GeneratorPool:
             try: p.wait(timeout=60)
             except subprocess.TimeoutExpired: p.kill(); p.wait()
             p.stdout.close()
-        self.procs = []
+        for f in self.logs: f.close()
+        self.procs, self.logs = [], []
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
     def __del__(self):
