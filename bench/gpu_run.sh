@@ -27,6 +27,7 @@
 # The HF fast path on a subset, TRL only (fits a call with .whlmin/):  presample-full:--engines,hf,--hf-questions,512@205   (140 s)
 # Chapter 04 itself at that size (its parameters: k=8; the pool's default KV share):
 #   nb:04_presample:backend=vllm,engines=4,n_questions=7473,k=8,max_new_tokens=256@480
+#   (169 s on 2026-12-04, tenth session, after the learning start: the presample 53 s, 5.78M tokens at 111,290 tok/s)
 # bench:stream_race (TRL only, no vLLM needed: fits the .v1 call) checks that the sync fixes no longer race the optimizer.
 # bench:vllm_engines:--configs,1,4 times the presample through evaluate.GeneratorPool (N engines on the one GPU).
 # Each item's command sees its limit in $ITEM_LIMIT. Everything an item prints goes to $OUT/<item>.log; results (JSON, executed notebooks) to $OUT; a summary last.

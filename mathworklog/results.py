@@ -196,6 +196,11 @@ def measured_markdown(folder="bench/h200") -> str:
             eng = ("vLLM" + (f" × {r['engines']} engines" if (r.get("engines") or 1) > 1 else "")) if "vllm" in k else "HF fast path"
             out.append(f"| {label} | {eng} | {_num(r.get('engine_start_s'), '{:.1f}')} | {_num(r.get('tokens'))} | {_num(r.get('seconds'), '{:.1f}')} | "
                        + (_num(r.get("tokens_per_s")) if r.get("completed", True) else _unfinished(r)) + " |")
+        for s in (v for v in p.values() if isinstance(v, dict) and v.get("chapter04_notebook")):   # chapter 04 itself, papermill on the box
+            for r in (r for r in s["chapter04_notebook"] if r.get("tokens")):
+                out.append(f"| 04: {r['questions']:,} × {r['samples_per_question']}, chapter 04's notebook (the learning start: "
+                           f"{r['tokens_per_sample']} tokens a sample) | vLLM × {r['engines']} engines | — | {_num(r['tokens'])} | "
+                           f"{_num(r['generation_seconds'], '{:.1f}')} | {_num(r['tokens_per_s'])} |")
         out.append("")
     v = load("vllm_tests")
     if v:
