@@ -328,8 +328,9 @@ class GeneratorPool:
         return int(total_bytes * gpu_memory_utilization / engines / 2)
     def log(self, i: int, lines: int | None = None) -> str:
         "What worker `i` printed (vLLM's loading and CUDA-graph logs, warnings): its last `lines` lines, or all of it."
-        f = self.logs[i]; f.flush(); f.seek(0)
-        text = f.read().decode(errors="replace"); f.seek(0, 2)
+        import os
+        fd = self.logs[i].fileno()     # pread: the worker shares this file's offset, so seeking here would move its writes
+        text = os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
         return text if lines is None else "\n".join(text.splitlines()[-lines:])
     def _exited(self, i) -> str:
         return f"exited (code {self.procs[i].poll()}); its last lines:\n{self.log(i, 20)}"
