@@ -538,7 +538,9 @@ def random_qwen2(tokenizer, dims: dict, seed: int = 0, extra_rows: int = 0, name
     cfg = Qwen2Config(vocab_size=vocab_rows(tokenizer) + extra_rows, tie_word_embeddings=True,
                       bos_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>"), eos_token_id=tokenizer.eos_token_id,
                       pad_token_id=tokenizer.pad_token_id, **dims)
-    key = hashlib.sha1(json.dumps([cfg.to_dict().get(k) for k in sorted(dims)] + [cfg.vocab_size, seed], default=str).encode()).hexdigest()[:10]
+    vocab = sorted(tokenizer.get_vocab().items())             # the tokenizer itself, not just its size, names the folder
+    key = hashlib.sha1(json.dumps([cfg.to_dict().get(k) for k in sorted(dims)] + [cfg.vocab_size, seed, vocab],
+                                  default=str).encode()).hexdigest()[:10]
     def build(tmp):
         torch.manual_seed(seed)
         Qwen2ForCausalLM(cfg).save_pretrained(tmp, safe_serialization=True); tokenizer.save_pretrained(tmp)

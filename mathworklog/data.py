@@ -20,13 +20,17 @@ __all__ = ['TAGS', 'SYSTEM_PROMPT', 'NUM_RE', 'make_prompt', 'render_prompt', 'p
 
 # %% ../nbs/01_data.ipynb #1637bc52
 TAGS = ("<start_working_out>", "<end_working_out>", "<SOLUTION>", "</SOLUTION>")
-SYSTEM_PROMPT = (
-    "You are a mathematical reasoning assistant. Answer every problem in exactly this format:\n"
-    "1. Put your calculations and step-by-step solution between <start_working_out> and <end_working_out>.\n"
-    "2. Put only the final numerical answer between <SOLUTION> and </SOLUTION>.\n"
-    "Do not use \\boxed{}. Write nothing after </SOLUTION>.\n\n"
-    "Example:\nQuestion: What is 35 + 18?\n"
-    "<start_working_out>35 + 18 = 53<end_working_out><SOLUTION>53</SOLUTION>")
+SYSTEM_PROMPT = """You are a mathematical reasoning assistant.
+When given a math problem:
+1. Show the calculations and step by step solution between <start_working_out> and <end_working_out>
+2. Give the final answer between <SOLUTION> and </SOLUTION>
+Do not use \\boxed{}. Do not write anything after </SOLUTION>.
+Example:
+<start_working_out>
+Shelf one has 35 books and shelf two has 18.
+35 + 18 = 53
+<end_working_out>
+<SOLUTION>53</SOLUTION>"""
 
 def make_prompt(question: str) -> list[dict]:
     "The chat messages for one question: the system prompt, then the question."

@@ -6,15 +6,39 @@ from mathworklog.core import load_tokenizer, model_path, launch, new_run
 from mathworklog.data import load_gsm8k, prepare, preset_tokenizer
 from mathworklog.grpo import read_metrics
 
+def first_batch_losses(base, recs, tok, batch: int = 4) -> dict:
+    """In one process: the loss of SFT's first global batch of `batch` examples, and of each half of it (what each of two
+    processes sees under the same global batch), before any update."""
+    import tempfile, torch
+    from trl import SFTTrainer
+    from mathworklog.sft import sft_config, sft_dataset
+    m = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32, attn_implementation="eager")
+    with tempfile.TemporaryDirectory() as d:
+        tr = SFTTrainer(model=m, args=sft_config(d, 2, 1e-3, batch), train_dataset=sft_dataset(recs), processing_class=tok)
+        b = next(iter(tr.get_train_dataloader()))
+        def loss(lo, hi):
+            with torch.no_grad(): return float(tr.compute_loss(tr.model, {k: v[lo:hi] for k, v in b.items()}))
+        return dict(whole=loss(0, batch), rank0=loss(0, batch // 2), rank1=loss(batch // 2, batch))
+
 def test_sft_two_processes_match_one(tmp_path):
+    """Two processes under the same global batch as one. The Trainer logs the main process's loss for a step, the token
+    mean over *its* half of the batch, so the two-process first-step loss is not the one-process loss of the whole batch:
+    measured on the first global batch of 4, the halves lie 0.5% (GSM8K) and 0.8% (the bundled problems) from the whole,
+    which is why a fixed tolerance against the whole failed on one data source and not the other. One process computes
+    each half's loss on the same weights; the two-process run must give rank 0's half to float precision (relative 1e-5:
+    the same sums in another order), and nothing outside the halves' range."""
     tok = preset_tokenizer("tiny"); base = model_path("tiny", tok, "tiny"); recs = prepare(load_gsm8k("train", n=8))
-    res = {}
-    for n, per_device in ((1, 4), (2, 2)):                                   # global batch 4 either way
-        run = new_run("sft", "tiny", root=tmp_path)
-        res[n] = launch("mathworklog.sft:train_sft", dict(model_path=base, records=recs, run_dir=str(run.path), steps=2,
-                        lr=1e-3, batch=per_device, eval_n=4), num_processes=n)
-    assert abs(res[1]["first_loss"] - res[2]["first_loss"]) / res[1]["first_loss"] < 0.01
-    AutoModelForCausalLM.from_pretrained(res[2]["model_dir"])               # the two-process output loads in one process
+    one = first_batch_losses(base, recs, tok)
+    run = new_run("sft", "tiny", root=tmp_path)
+    two = launch("mathworklog.sft:train_sft", dict(model_path=base, records=recs, run_dir=str(run.path), steps=2, lr=1e-3,
+                 batch=2, eval_n=4), num_processes=2)["first_loss"]
+    assert abs(two - one["rank0"]) <= 1e-5 * one["rank0"], (two, one)
+    assert min(one["rank0"], one["rank1"]) <= two <= max(one["rank0"], one["rank1"]), (two, one)
+    run1 = new_run("sft", "tiny", root=tmp_path)
+    whole = launch("mathworklog.sft:train_sft", dict(model_path=base, records=recs, run_dir=str(run1.path), steps=2,
+                   lr=1e-3, batch=4, eval_n=4), num_processes=1)["first_loss"]
+    assert abs(whole - one["whole"]) <= 1e-5 * one["whole"], (whole, one)        # one process logs the whole batch
+    AutoModelForCausalLM.from_pretrained(str(run.path / "model"))               # the two-process output loads in one process
 
 def test_grpo_two_processes_gather_and_one_writer(tmp_path):
     tok = preset_tokenizer("tiny"); base = model_path("tiny", tok, "tiny"); recs = prepare(load_gsm8k("train", n=8))
