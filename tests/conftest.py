@@ -10,5 +10,5 @@ if (SHARED / "qwen2.5-tokenizer").exists(): os.environ.setdefault("MATHWORKLOG_T
 if (SHARED / "gsm8k").exists(): os.environ.setdefault("MATHWORKLOG_GSM8K", str(SHARED / "gsm8k"))
 os.environ.setdefault("MATHWORKLOG_RUNS", tempfile.mkdtemp(prefix="mwl-runs-"))
 os.environ.setdefault("MATHWORKLOG_CPU_THREADS", "1")   # see core.cpu_threads: 2 threads per process on 2 busy cores thrash
-from mathworklog.core import cpu_threads
+from mathworklog.settings import cpu_threads
 cpu_threads()

@@ -4,10 +4,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mathworklog.core import load_tokenizer, model_path, new_run, free_port
+from mathworklog.models import load_tokenizer, model_path
+from mathworklog.runs import new_run
+from mathworklog.procs import free_port
 from mathworklog.data import load_gsm8k, prepare, preset_tokenizer
 from mathworklog.rewards import REWARD_WEIGHTS
-from mathworklog.grpo import train_grpo, VLLMServer, port_free, read_metrics, resolve_rollout
+from mathworklog.grpo import train_grpo
+from mathworklog.engines import VLLMServer, choose_engine
+from mathworklog.runs import read_metrics
 
 STANDIN = [sys.executable, "-c", "import http.server,sys\nclass H(http.server.BaseHTTPRequestHandler):\n def do_GET(s): s.send_response(200); s.end_headers()\n def log_message(*a): pass\nhttp.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()"]
 
@@ -16,17 +20,17 @@ def test_server_cleaned_up_when_trainer_fails():
     srv = VLLMServer("unused", port=port, cmd=STANDIN + [str(port)], timeout=30)
     with pytest.raises(RuntimeError, match="trainer crashed"):
         with srv:
-            assert not port_free(port)                      # it really serves
+            assert free_port(port=port) is None                      # it really serves
             raise RuntimeError("trainer crashed")
-    assert srv.proc.poll() is not None and port_free(port)
+    assert srv.proc.poll() is not None and free_port(port=port) == port
 
 def test_server_early_exit_is_a_clear_error():
     srv = VLLMServer("unused", port=free_port(), cmd=[sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"], timeout=30)
     with pytest.raises(RuntimeError, match="exited with code 3"): srv.start()
 
 def test_rollout_mode_errors_never_hang():
-    with pytest.raises(Exception, match="needs vLLM"): resolve_rollout("server", 2, False)
-    with pytest.raises(RuntimeError, match="at least 2 GPUs"): resolve_rollout("server", 1, True)
+    with pytest.raises(Exception, match="needs vLLM"): choose_engine("rollout", "server", n_gpus=2, has_vllm=False)
+    with pytest.raises(RuntimeError, match="at least 2 GPUs"): choose_engine("rollout", "server", n_gpus=1, has_vllm=True)
 
 def test_grpo_records_and_resumes(tmp_path):
     tok = preset_tokenizer("tiny")

@@ -2,19 +2,21 @@
 two-GPU box runs. Same global batch -> same first-step loss; rewards gathered from both; one writer; checkpoints load."""
 import pandas as pd
 from transformers import AutoModelForCausalLM
-from mathworklog.core import load_tokenizer, model_path, launch, new_run
+from mathworklog.models import load_tokenizer, model_path
+from mathworklog.procs import launch
+from mathworklog.runs import new_run
 from mathworklog.data import load_gsm8k, prepare, preset_tokenizer
-from mathworklog.grpo import read_metrics
+from mathworklog.runs import read_metrics
 
 def first_batch_losses(base, recs, tok, batch: int = 4) -> dict:
     """In one process: the loss of SFT's first global batch of `batch` examples, and of each half of it (what each of two
     processes sees under the same global batch), before any update."""
     import tempfile, torch
     from trl import SFTTrainer
-    from mathworklog.sft import sft_config, sft_dataset
+    from mathworklog.sft import SFTSettings, sft_config, sft_dataset
     m = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32, attn_implementation="eager")
     with tempfile.TemporaryDirectory() as d:
-        tr = SFTTrainer(model=m, args=sft_config(d, 2, 1e-3, batch), train_dataset=sft_dataset(recs), processing_class=tok)
+        tr = SFTTrainer(model=m, args=sft_config(d, SFTSettings(steps=2, lr=1e-3, batch=batch)), train_dataset=sft_dataset(recs), processing_class=tok)
         b = next(iter(tr.get_train_dataloader()))
         def loss(lo, hi):
             with torch.no_grad(): return float(tr.compute_loss(tr.model, {k: v[lo:hi] for k, v in b.items()}))
@@ -30,13 +32,13 @@ def test_sft_two_processes_match_one(tmp_path):
     tok = preset_tokenizer("tiny"); base = model_path("tiny", tok, "tiny"); recs = prepare(load_gsm8k("train", n=8))
     one = first_batch_losses(base, recs, tok)
     run = new_run("sft", "tiny", root=tmp_path)
-    two = launch("mathworklog.sft:train_sft", dict(model_path=base, records=recs, run_dir=str(run.path), steps=2, lr=1e-3,
-                 batch=2, eval_n=4), num_processes=2)["first_loss"]
+    two = launch("mathworklog.sft:train_sft", dict(model_path=base, records=recs, run_dir=str(run.path),
+                 settings=dict(steps=2, lr=1e-3, batch=2, eval_n=4)), num_processes=2)["first_loss"]
     assert abs(two - one["rank0"]) <= 1e-5 * one["rank0"], (two, one)
     assert min(one["rank0"], one["rank1"]) <= two <= max(one["rank0"], one["rank1"]), (two, one)
     run1 = new_run("sft", "tiny", root=tmp_path)
-    whole = launch("mathworklog.sft:train_sft", dict(model_path=base, records=recs, run_dir=str(run1.path), steps=2,
-                   lr=1e-3, batch=4, eval_n=4), num_processes=1)["first_loss"]
+    whole = launch("mathworklog.sft:train_sft", dict(model_path=base, records=recs, run_dir=str(run1.path),
+                   settings=dict(steps=2, lr=1e-3, batch=4, eval_n=4)), num_processes=1)["first_loss"]
     assert abs(whole - one["whole"]) <= 1e-5 * one["whole"], (whole, one)        # one process logs the whole batch
     AutoModelForCausalLM.from_pretrained(str(run.path / "model"))               # the two-process output loads in one process
 

@@ -7,11 +7,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mathworklog.core import (MissingResourceError, Run, RunRefusedError, NonFiniteRunError, find_runs, free_port, latest_run,
-                              launch, load_tokenizer, model_from, model_path, new_run, pid_alive, resolve_run, stop_if_nan)
-from mathworklog.data import checks, lenient_answers, parse_number, strict_answer, load_gsm8k, prepare, preset_tokenizer
+from mathworklog.settings import MissingResourceError
+from mathworklog.runs import (Run, RunRefusedError, NonFiniteRunError, find_runs, latest_run, new_run, resolve_run,
+                              stop_if_nan)
+from mathworklog.procs import free_port, launch, pid_alive
+from mathworklog.models import load_tokenizer, model_from, model_path
+from mathworklog.data import require_gsm8k, grade, lenient_answers, parse_number, strict_answer, load_gsm8k, prepare, preset_tokenizer
 from mathworklog.rewards import REWARD_FUNCS
-from mathworklog.grpo import VLLMServer, grpo_config, latest_checkpoint, read_metrics, train_grpo
+from mathworklog.engines import VLLMServer
+from mathworklog.grpo import GRPOSettings, train_grpo
+from mathworklog.runs import latest_checkpoint, read_metrics
 
 HERE = Path(__file__).resolve().parent
 GRANDCHILD = ("import subprocess, sys, time\n"                 # a server whose command starts a grandchild, as vLLM's does
@@ -38,7 +43,8 @@ def gone(*pids, within=10.0) -> bool:
 @pytest.fixture(scope="module", autouse=True)
 def small_vocabulary():
     "The offline fallback tokenizer (hundreds of tokens, not 151,665): the same code paths, a GRPO step in about a second."
-    from mathworklog.core import cache_dir, fallback_tokenizer
+    from mathworklog.files import cache_dir
+    from mathworklog.models import fallback_tokenizer
     fallback_tokenizer()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MATHWORKLOG_TOKENIZER", str(cache_dir()/"fallback-tokenizer-4096")); yield
@@ -144,10 +150,10 @@ def test_rewards_linear_time_on_1mb():
 def test_rewards_ascii_digits_only():
     "Unicode digits parsed ('٣' → 3); '1 000' was strict-correct but not lenient-correct."
     for s in ["٣", "５", "1٣", "²"]: assert parse_number(s) is None
-    assert checks("<SOLUTION>٣</SOLUTION>", 3) == dict(lenient=False, strict=False, format=False, exact=False)
-    c = checks("<SOLUTION>1 000</SOLUTION>", 1000)                 # spaces inside a number: neither strict nor lenient
+    assert grade("<SOLUTION>٣</SOLUTION>", 3) == dict(lenient=False, strict=False, format=False, exact=False)
+    c = grade("<SOLUTION>1 000</SOLUTION>", 1000)                 # spaces inside a number: neither strict nor lenient
     assert (c["strict"], c["lenient"]) == (False, False)
-    assert checks("<SOLUTION>$1,000.</SOLUTION>", 1000)["strict"] and checks("<SOLUTION>$1,000.</SOLUTION>", 1000)["lenient"]
+    assert grade("<SOLUTION>$1,000.</SOLUTION>", 1000)["strict"] and grade("<SOLUTION>$1,000.</SOLUTION>", 1000)["lenient"]
 
 def test_rewards_lenient_accepts_what_strict_accepts():
     from hypothesis import given, settings, strategies as st, HealthCheck
@@ -179,7 +185,7 @@ def test_run_folders_reader_never_misses_run_during_meta_write(tmp_path):
 
 def test_run_folders_crash_mid_write_keeps_run(tmp_path):
     "A crash mid-write of meta.json dropped the run."
-    code = ("import sys\nfrom pathlib import Path\nimport mathworklog.core as c\n"
+    code = ("import sys\nfrom pathlib import Path\nimport mathworklog.runs as c\n"
             "r = c.Run(Path(sys.argv[1])); big = {f'k{i}': 'x' * 1000 for i in range(20000)}\n"
             "r.update_meta(results=big); print('go', flush=True)\nwhile True: r.update_meta(results=big)\n")
     for trial in range(3):
@@ -211,7 +217,7 @@ def test_run_folders_malformed_meta_is_skipped_by_name(tmp_path):
 def test_run_folders_two_processes_build_tiny_model(tmp_path):
     "Two processes building the tiny model into an empty cache collided (1 of 5 trials)."
     code = ("import sys, time\nfrom pathlib import Path\n"
-            "from mathworklog.core import load_tokenizer, model_path\nfrom transformers import AutoModelForCausalLM\n"
+            "from mathworklog.models import load_tokenizer, model_path\nfrom transformers import AutoModelForCausalLM\n"
             "from mathworklog.data import preset_tokenizer; tok = preset_tokenizer('tiny')\n"
             "while not Path(sys.argv[1]).exists(): time.sleep(0.01)\n"       # both start building at the same moment
             "p = model_path('tiny', tok, 'tiny'); AutoModelForCausalLM.from_pretrained(p); print(p)\n")
@@ -252,7 +258,7 @@ def test_nan_guard_opd_skips_reverse_kl(tmp_path, tiny):
     from mathworklog.opd import train_opd
     tok, base = tiny
     res = train_opd(base, model_path("tiny-teacher", tok, "tiny"), prepare(load_gsm8k("train", n=2)), str(tmp_path/"opd"),
-                    steps=3, lr=1e-3, batch=2, max_new_tokens=4, kl_n=2, callbacks=[NaNGradients()])
+                    dict(steps=3, lr=1e-3, batch=2, max_new_tokens=4, kl_n=2), callbacks=[NaNGradients()])
     assert res["nan_step"] == 1 and res["kl_after"] is None and res["model_dir"] is None and res["kl_before"] >= 0
 
 def test_nan_guard_run_marked_nan_and_refused(tmp_path, monkeypatch):
@@ -309,7 +315,7 @@ def test_parameters_sft_steps_minus_one_and_zero_are_errors(tmp_path, tiny):
     recs = prepare(load_gsm8k("train", n=8))
     for steps in (-1, 0):
         with pytest.raises(ValueError, match=f"steps={steps} is not allowed: steps must be an integer ≥ 1"):
-            train_sft(base, recs, str(tmp_path/"sft"), steps=steps)
+            train_sft(base, recs, str(tmp_path/"sft"), dict(steps=steps))
     assert not (tmp_path/"sft").exists()                                      # refused before anything was written
 
 def test_parameters_grpo_and_server_ranges(tmp_path):
@@ -319,7 +325,7 @@ def test_parameters_grpo_and_server_ranges(tmp_path):
              "prompts_per_step": (0, "≥ 1"), "num_generations": (1, "≥ 2"), "lr": (0.0, "> 0"), "steps": (0, "≥ 1")}
     for name, (value, allowed) in cases.items():
         with pytest.raises(ValueError, match=re.escape(f"{name}={value!r} is not allowed: {name} must be")) as e:
-            grpo_config(str(tmp_path), **({"steps": 5} | {name: value}))
+            GRPOSettings(**({"steps": 5} | {name: value}))
         assert allowed in str(e.value)
     with pytest.raises(ValueError, match="port=-1 is not allowed"): VLLMServer("x", port=-1)
     with pytest.raises(ValueError, match="gpu_memory_utilization=1.5 is not allowed"): VLLMServer("x", gpu_memory_utilization=1.5)
@@ -332,12 +338,13 @@ def test_data_full_preset_refuses_bundled_problems(tmp_path, monkeypatch):
     monkeypatch.delenv("MATHWORKLOG_GSM8K", raising=False); monkeypatch.delenv("MATHWORKLOG_ALLOW_BUNDLED", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     for preset in ("full", "gpu"):
-        with pytest.raises(MissingResourceError, match=r"\$MATHWORKLOG_GSM8K.*hub"): new_run("sft", preset, root=tmp_path)
+        with pytest.raises(MissingResourceError, match=r"\$MATHWORKLOG_GSM8K.*hub"):   # as every chapter makes its run
+            new_run("sft", preset, root=tmp_path, data_source=require_gsm8k(preset))
         with pytest.raises(MissingResourceError, match="MATHWORKLOG_ALLOW_BUNDLED=1"): load_gsm8k("train", preset=preset)
     assert not list(tmp_path.iterdir())                                       # refused before a run folder was made
-    assert new_run("sft", "tiny", root=tmp_path).meta["data_source"] == "bundled"
+    assert new_run("sft", "tiny", root=tmp_path, data_source=require_gsm8k("tiny")).meta["data_source"] == "bundled"
     monkeypatch.setenv("MATHWORKLOG_ALLOW_BUNDLED", "1")
-    assert new_run("sft", "full", root=tmp_path).meta["data_source"] == "bundled"   # asked for explicitly: allowed, and recorded
+    assert new_run("sft", "full", root=tmp_path, data_source=require_gsm8k("full")).meta["data_source"] == "bundled"   # asked for explicitly: allowed, and recorded
 
 
 def test_presample_bench_bounds_a_cut_off_task():

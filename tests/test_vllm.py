@@ -9,9 +9,9 @@ import pytest, torch
 vllm = pytest.importorskip("vllm")
 pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not torch.cuda.is_available(), reason="vLLM's engine needs a GPU")]
 
-from mathworklog.core import load_tokenizer, model_path
+from mathworklog.models import load_tokenizer, model_path
 from mathworklog.data import load_gsm8k, prepare, render_prompt
-from mathworklog.evaluate import HFGenerator, VLLMGenerator, stop_ids
+from mathworklog.engines import HFGenerator, VLLMGenerator, stop_ids
 
 def report(**kw):
     "Print measured figures and merge them into $VLLM_TEST_REPORT."
@@ -68,7 +68,7 @@ def test_vllm_greedy_equals_hf_generate_fp32(shaped, tok, prompts):
 
 def test_generator_pool_of_vllm_engines(shaped, tok, prompts):
     "Chapter 04's pool: two engines in two worker processes on the one GPU give one engine's greedy texts, in prompt order."
-    from mathworklog.evaluate import GeneratorPool
+    from mathworklog.engines import GeneratorPool
     with engine(shaped, tok) as g: one = g.generate(prompts, n=1, temperature=0.0, max_new_tokens=24)
     with GeneratorPool(shaped, tok, "vllm", engines=2, dtype="float32", gpu_memory_utilization=0.5, enforce_eager=True,
                        max_model_len=1024) as pool:
@@ -80,7 +80,8 @@ def test_generator_pool_of_vllm_engines(shaped, tok, prompts):
 
 def test_vllm_copy_logprobs_match_hf(shaped, tok):
     from transformers import AutoModelForCausalLM
-    from mathworklog.sync import VLLMCopy, probe_batch, token_logprobs
+    from mathworklog.engines import VLLMCopy, token_logprobs
+from mathworklog.weights import probe_batch
     ids, mask, keep = probe_batch(tok, prepare(load_gsm8k("test", n=8, preset="gpu")))
     gaps = {}
     for dtype in (torch.float32, torch.bfloat16):
@@ -98,9 +99,9 @@ def test_vllm_pack_tensors_chunks_like_the_standin(shaped):
     `LoopbackGroup` -> consumer delivers the same chunks and bytes, unpatched and under the stream-ordered clone fix.
     (On 2026-12-04 this failed once on the box, in a run without the real tokenizer; the cause was not shown. Re-run with
     it, it passed: 0 of 290 tensors differed.)"""
-    from mathworklog.sync import (patch_trl_lora_sync, receive, receive_through_vllm, standin_pack_tensors, tiny_lora_model,
-                                  trl_named_params, vllm_pack_tensors)
-    pm = tiny_lora_model(shaped, r=8, scale=0.02)
+    from mathworklog.weights import (patch_trl_lora_sync, receive, receive_through_vllm, standin_pack_tensors,
+                                 lora_model, trl_named_params, vllm_pack_tensors)
+    pm = lora_model(shaped, r=8, scale=0.02)
     for buf in (1 << 30, 300 << 20):
         a, wa = receive(trl_named_params(pm), buf, pack=standin_pack_tensors)
         b, wb = receive(trl_named_params(pm), buf, pack=vllm_pack_tensors)
@@ -116,8 +117,10 @@ def test_vllm_pack_tensors_chunks_like_the_standin(shaped):
 
 def test_sync_bug_in_a_real_engine(shaped, tok):
     "The reproduction end to end: TRL's generator through vLLM's transport into a real engine, read back from vLLM's weights."
-    from mathworklog.sync import SyncPatch, VLLMCopy, arrival_table, patch_trl_lora_sync, tiny_lora_model
-    pm = tiny_lora_model(shaped, r=8, scale=0.02)
+    from mathworklog.weights import SyncPatch, patch_trl_lora_sync, lora_model
+from mathworklog.engines import VLLMCopy
+from mathworklog.sync import arrival_table
+    pm = lora_model(shaped, r=8, scale=0.02)
     with engine(shaped, tok) as g:
         copy, rows = VLLMCopy(g.llm), {}
         for mode in (None, "clone", "out_of_place"):
@@ -133,7 +136,8 @@ def test_sync_bug_in_a_real_engine(shaped, tok):
 def test_grpo_colocate_two_steps(shaped, tmp_path):
     "Two GRPO steps with TRL's colocated vLLM engine, recorded like any run (run it last: TRL's colocate engine stays)."
     import pandas as pd
-    from mathworklog.grpo import read_metrics, train_grpo
+    from mathworklog.runs import read_metrics
+from mathworklog.grpo import train_grpo
     recs = prepare(load_gsm8k("train", n=8, preset="gpu"))
     run_dir = tmp_path / "grpo-colocate"; run_dir.mkdir()
     r = train_grpo(model_path=shaped, records=recs, run_dir=str(run_dir), steps=2, prompts_per_step=2, num_generations=4,

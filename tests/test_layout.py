@@ -1,0 +1,58 @@
+"""The library's layout holds: modules import only modules whose notebooks come before theirs (so there is no cycle and no
+chapter imports a later chapter), the process module runs without site-packages, and the notebooks' code keeps the
+house style (lines of at most 120 characters, no `;` statement chains)."""
+import ast, io, json, re, subprocess, sys, tokenize
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+def module_order() -> list[str]:
+    "Exported modules in the order of their notebooks (nbs/ sorted by name): the order imports may point along."
+    out = []
+    for nb in sorted((ROOT/"nbs").glob("*.ipynb")):
+        for c in json.loads(nb.read_text())["cells"]:
+            if m := re.search(r"^#\| default_exp (\w+)", "".join(c["source"]), re.M): out.append(m.group(1))
+    return out
+
+def imports_of(mod: str) -> set[str]:
+    "The mathworklog modules `mod` imports, at its top or inside a function."
+    tree, out = ast.parse((ROOT/"mathworklog"/f"{mod}.py").read_text()), set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom):
+            name = n.module or ""
+            if n.level == 1: out.add(name.split(".")[0])
+            elif name.startswith("mathworklog."): out.add(name.split(".")[1])
+        elif isinstance(n, ast.Import):
+            out |= {a.name.split(".")[1] for a in n.names if a.name.startswith("mathworklog.")}
+    return out - {mod}
+
+def test_imports_point_only_to_earlier_notebooks():
+    order = module_order()
+    assert order[:3] == ["settings", "files", "procs"], order
+    upward = {m: sorted(d for d in imports_of(m) if d in order and order.index(d) > order.index(m)) for m in order}
+    assert not any(upward.values()), {m: u for m, u in upward.items() if u}
+    unknown = {m: sorted(imports_of(m) - set(order)) for m in order}
+    assert not any(unknown.values()), unknown
+
+def test_procs_runs_without_site_packages():
+    "The watchdog runs procs.py by path under `python -I -S`: a third-party import at its top would break cleanup."
+    code = "import runpy, sys; ns = runpy.run_path(sys.argv[1]); print('watchdog_main' in ns and 'OwnedProcess' in ns)"
+    r = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(ROOT/"mathworklog"/"procs.py")],
+                       capture_output=True, text=True)
+    assert (r.returncode, r.stdout.strip()) == (0, "True"), r.stderr
+
+def style_problems(src: str) -> list[str]:
+    "Lines over 120 characters and `;` chains in one code cell."
+    out = [f"{len(l)} chars: {l[:60]}" for l in src.split("\n") if len(l) > 120]
+    try: toks = list(tokenize.generate_tokens(io.StringIO(src).readline))
+    except (tokenize.TokenError, IndentationError): return out
+    ends = (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER)
+    return out + [f"';' chain on line {t.start[0]}" for k, t in enumerate(toks)
+                  if t.type == tokenize.OP and t.string == ";" and k + 1 < len(toks) and toks[k + 1].type not in ends]
+
+def test_notebook_code_style():
+    bad = {}
+    for nb in sorted((ROOT/"nbs").glob("*.ipynb")):
+        for i, c in enumerate(json.loads(nb.read_text())["cells"]):
+            if c["cell_type"] == "code" and (p := style_problems("".join(c["source"]))): bad[f"{nb.name}[{i}]"] = p
+    assert not bad, bad
