@@ -12,12 +12,13 @@
 # Carry .gpu in every call (tokenizer and GSM8K; the script refuses to run without them).
 # A call whose answer says warm: false ran on a fresh box (the last went back after 30 s idle): /tmp/site and the
 # learning start are gone there, so carry .v1, .v2, .v3 again (three calls) before any vLLM item.
-# The gpu preset's student is the learning start (core.learned_start): on a fresh box run bench:learning_start first
+# The gpu preset's student is the learning start (the model folder "learning-start", which bench/learning_start.py
+# builds into $MATHWORKLOG_CACHE): on a fresh box run bench:learning_start first
 # (about 4 minutes; TRL alone suffices, so it can run in the call that carries .v1 with .whlmin/ installed).
 # live-sync: six arms side by side ran out of GPU memory on one H200 (143 GB peak; an fp32 LoRA arm holds ~40 GB): run
 # three at a time, one wave per call (250-355 s each), e.g.  live-sync:fp32_unpatched,fp32_patched,bf16_unpatched:--parallel,3,--stagger,4@380
 # Does GRPO from the learning start raise the reward? Runs sample the same prompts in the same order, so read each against
-# a control at lr 1e-9 of the same seed and schedule (results.grpo_learns_rows pairs them; runs are named ARM · SCHEDULE · seed N):
+# a control at lr 1e-9 of the same seed and schedule (report.grpo_learns_rows pairs them; runs are named ARM · SCHEDULE · seed N):
 #   live-sync:bf16_out_of_place/1e-9,bf16_out_of_place/1e-3,bf16_out_of_place/3e-3:--parallel,3,--key,grpo_learns,--prompts,16,--steps,50,--lr-schedule,constant,--heldout,64,--seed,1@545
 # (478 s on 2026-12-04, ninth session: lr 1e-3 +0.028 +- 0.010 a step over the control, step_check +0.054, held-out mean reward
 # 1.169 -> 1.323; lr 3e-3 collapsed. The eighth session ran seed 0 with the default linear decay: 1e-3 +0.019 +- 0.008.)
@@ -29,7 +30,7 @@
 #   nb:04_presample:backend=vllm,engines=4,n_questions=7473,k=8,max_new_tokens=256@480
 #   (169 s on 2026-12-04, tenth session, after the learning start: the presample 53 s, 5.78M tokens at 111,290 tok/s)
 # bench:stream_race (TRL only, no vLLM needed: fits the .v1 call) checks that the sync fixes no longer race the optimizer.
-# bench:vllm_engines:--configs,1,4 times the presample through evaluate.GeneratorPool (N engines on the one GPU).
+# bench:vllm_engines:--configs,1,4 times the presample through engines.GeneratorPool (N engines on the one GPU).
 # Each item's command sees its limit in $ITEM_LIMIT. Everything an item prints goes to $OUT/<item>.log; results (JSON, executed notebooks) to $OUT; a summary last.
 set -o pipefail
 FINAL=${OUT:-/tmp/out}; W=${GPU_RUN_WORK:-/tmp/work}; mkdir -p "$W" "$FINAL"; T0=$(date +%s); DEADLINE=${DEADLINE:-570}
@@ -93,7 +94,7 @@ for item in "$@"; do
       run presample-full ${LIMIT:-300} python3 bench/presample_full.py --out "$W" --from-runs "$MATHWORKLOG_RUNS" ${rest//,/ }
       grep -E "^(presample|baseline)|tasks done" "$W/presample-full.log" | cut -c1-400 ;;
     sync-repro)
-      run sync-repro ${LIMIT:-200} python3 tools/repro_trl_lora_sync.py --model "$(python3 -c 'from mathworklog.core import load_tokenizer, model_path; print(model_path("shaped", load_tokenizer(preset="gpu"), "gpu"))')" ;;
+      run sync-repro ${LIMIT:-200} python3 tools/repro_trl_lora_sync.py --model "$(python3 -c 'from mathworklog.models import load_tokenizer, model_path; print(model_path("shaped", load_tokenizer(preset="gpu"), "gpu"))')" ;;
     live-sync)
       need_vllm live-sync || continue
       run live-sync ${LIMIT:-560} python3 bench/live_sync.py --out "$W" ${what:+--arms ${what//,/ }} ${args//,/ } ;;

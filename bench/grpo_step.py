@@ -7,20 +7,23 @@ engine (bf16, LoRA synced by TRL after every step). For the engine it reports ho
 of its own samples are from the trainer's (the sampler/trainer mismatch); for vLLM, TRL's own
 `sampling/sampling_logp_difference/mean`. Each variant runs in a fresh process (vLLM's engine and compiled graphs
 do not leak from one into the next). Saves bench/results/grpo_step.json (or $OUT) with the library versions."""
-import json, os, statistics, subprocess, sys, tempfile, time
+import statistics, sys, tempfile, time
 import torch
 from transformers import AutoModelForCausalLM, TrainerCallback
-from _common import args, sync, save
-from mathworklog.core import load_tokenizer, model_path
-from mathworklog.data import load_gsm8k, prepare, render_prompt
-from mathworklog.rewards import REWARD_FUNCS
-from mathworklog.grpo import grpo_config, lora_config, recording_trainer_class
+from _common import answer, args, one_result, save, sync
 from datasets import Dataset
+from mathworklog.data import load_gsm8k, prepare, render_prompt
+from mathworklog.engines import dtype_view, token_logprobs, vllm_available
+from mathworklog.files import library_versions
+from mathworklog.grpo import GRPOSettings, grpo_config, recording_trainer_class
+from mathworklog.models import load_tokenizer, model_path
+from mathworklog.rewards import REWARD_FUNCS
+from mathworklog.settings import lora_config
 
 a = args(__doc__, steps=dict(type=int, default=4), new=dict(type=int, default=256), prompts=dict(type=int, default=16),
          variants=dict(nargs="+", default=["trl_default:bf16", "vllm_colocate:bf16", "mathworklog:bf16", "trl_default:fp32",
                                            "vllm_colocate:fp32", "mathworklog:fp32"]),
-         worker=dict(default=None, help="run one variant in this process and print its result"))
+         worker=dict(default=None, help="run one variant in this process and send its result to the parent"))
 tok = load_tokenizer(preset=a.preset); gpu = a.preset == "gpu"
 path = model_path("shaped" if gpu else "tiny", tok, a.preset)
 recs = prepare(load_gsm8k("train", n=a.prompts * a.steps, preset=a.preset))
@@ -39,31 +42,31 @@ def timer(obj, name, store):
 
 def logprob_mismatch(tr, prec, n=8):
     "Mean and max |log p_trainer - log p_copy| per sampled token, over n prompts sampled from the copy."
-    from trl.trainer.utils import selective_log_softmax
     eng, m = tr.rollouts, tr.accelerator.unwrap_model(tr.model)
     ids = [tok(render_prompt(tok, r["question"]), add_special_tokens=False)["input_ids"] for r in recs[:n]]
     eng.sync(); comp = eng.rollout(tr, ids)
-    seqs = [p + c for p, c in zip(ids, comp)]; L = max(map(len, seqs))
+    seqs = [p + c for p, c in zip(ids, comp)]; L, K = max(map(len, seqs)), max(map(len, comp))
     x = torch.tensor([[tok.pad_token_id] * (L - len(s)) + s for s in seqs], device=eng.device)
     mask = torch.tensor([[0] * (L - len(s)) + [1] * len(s) for s in seqs], device=eng.device)
-    keep = torch.zeros_like(mask, dtype=torch.bool)
-    for i, (s, c) in enumerate(zip(seqs, comp)): keep[i, L - len(c):] = True        # the completion tokens
-    def lp(model, autocast):
-        with torch.no_grad(), torch.autocast("cuda", torch.bfloat16, enabled=autocast):
-            logits = model(input_ids=x, attention_mask=mask).logits[:, :-1].float()
-        return selective_log_softmax(logits, x[:, 1:])[keep[:, 1:]]
-    d = (lp(m, prec == "bf16" and gpu) - lp(eng.model, False)).abs()
+    keep = torch.zeros(len(seqs), K, dtype=torch.bool, device=eng.device)   # the completion tokens among the last K
+    for i, c in enumerate(comp): keep[i, K - len(c):] = True
+    with torch.autocast("cuda", torch.bfloat16, enabled=prec == "bf16" and gpu):
+        trainer_lp = token_logprobs(m, x, mask, K)
+    d = (trainer_lp.float() - eng.logprobs(x, mask, K).float())[keep].abs()
     return dict(mean=float(d.mean()), max=float(d.max()), tokens=int(d.numel()))
 
 def run_variant(v):
     kind, prec = v.split(":")
     ours, colocate = kind == "mathworklog", kind == "vllm_colocate"
-    from mathworklog.evaluate import dtype_view
     src = dtype_view(path, "bfloat16") if colocate else path          # TRL's engine samples in the dtype config.json records
+    gs = GRPOSettings(steps=a.steps, prompts_per_step=a.prompts, num_generations=8, max_completion_length=a.new,
+                      precision=prec, save_steps=10**6, rollout="colocate" if colocate else "hf",
+                      gpu_memory_utilization=0.3)
+    # Built by hand, not with grpo.build_grpo_trainer, which cannot give this trainer: its config takes no TRL overrides
+    # (vLLM's 1,024-token context for the colocate variants; gradient checkpointing by preset, not by visible GPU), and
+    # the NaN guard it always installs checks the weights in every step, inside the step time this script measures.
     with tempfile.TemporaryDirectory() as d:
-        cfg = grpo_config(d, a.steps, a.prompts, 8, a.new, precision=prec, save_steps=10**6, gradient_checkpointing=gpu,
-                          rollout="colocate" if colocate else "hf", gpu_memory_utilization=0.3,
-                          **(dict(vllm_max_model_length=1024) if colocate else {}))
+        cfg = grpo_config(d, gs, gradient_checkpointing=gpu, **(dict(vllm_max_model_length=1024) if colocate else {}))
         if gpu: torch.cuda.reset_peak_memory_stats()
         T = recording_trainer_class(); clock = Clock()
         tr = T(model=AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32), reward_funcs=REWARD_FUNCS, args=cfg,
@@ -85,19 +88,15 @@ def run_variant(v):
                 logprob_mismatch=mismatch)
 
 if a.worker:
-    print("VARIANT_RESULT " + json.dumps(run_variant(a.worker), default=str)); sys.exit(0)
+    answer(run_variant, a.worker); sys.exit(0)
 
-from mathworklog.evaluate import vllm_available
-from mathworklog.core import library_versions
 res = {"versions": library_versions()}
 for v in a.variants:
     if v.startswith("vllm_colocate") and not (gpu and vllm_available()): print(f"{v}: skipped (needs vLLM and a GPU)"); continue
     argv = [sys.executable, __file__, "--preset", a.preset, "--out", a.out, "--steps", str(a.steps), "--new", str(a.new),
             "--prompts", str(a.prompts), "--worker", v]
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=1200)
-    line = [l for l in p.stdout.splitlines() if l.startswith("VARIANT_RESULT ")]
-    if p.returncode or not line: res[v] = dict(error=(p.stderr or p.stdout)[-3000:]); print(v, "failed:", (p.stderr or p.stdout)[-1500:], flush=True); continue
-    res[v] = json.loads(line[0].split(" ", 1)[1])
+    res[v] = one_result(argv, limit=1200)                         # a fresh process per variant
+    if "error" in res[v]: print(v, "failed:", res[v]["error"], res[v]["log_tail"][-1500:], flush=True); continue
     save(a, "grpo_step", res, quiet=True)                     # after every variant, so a cut-off run keeps what it measured
     print(v, {k: (round(x, 3) if isinstance(x, float) else x) for k, x in res[v].items() if not k.startswith("all_") and k != "logprob_mismatch"},
           "mismatch", (res[v]["logprob_mismatch"] or {}).get("mean"), flush=True)

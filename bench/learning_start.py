@@ -12,14 +12,15 @@ import torch
 from transformers import TrainerCallback
 
 def heldout_format(model, tok, records, max_new_tokens, batch_size=64) -> dict:
-    "Greedy answers to the held-out questions: mean format_check, tag_check and the four checks' exact accuracy."
-    from mathworklog.evaluate import HFGenerator, evaluate
+    "Greedy answers to the held-out questions: mean format_check, tag_check and the four criteria's exact accuracy."
+    from mathworklog.engines import HFGenerator
+    from mathworklog.evaluate import evaluate_model
     from mathworklog.rewards import score_completions
     was = model.training; model.eval()
     try:
         with torch.autocast("cuda", torch.bfloat16, enabled=torch.cuda.is_available()):
-            df, table = evaluate(HFGenerator(model, tok, batch_size=batch_size, fast=False), tok, records, n=1, temperature=0.0,
-                                 max_new_tokens=max_new_tokens)
+            df, table = evaluate_model(HFGenerator(model, tok, batch_size=batch_size, fast=False), tok, records, n=1,
+                                       temperature=0.0, max_new_tokens=max_new_tokens)
     finally: model.train(was)
     s = score_completions(df.completion.tolist(), df.answer.tolist(), [r["steps"] for r in records])
     return dict(format_check=float(s.format_check.mean()), tag_check=float(s.tag_check.mean()), exact=table["exact"],
@@ -42,16 +43,20 @@ class FormatCurve(TrainerCallback):
 
 def learning_start(out_dir, model_out, lr=3e-4, batch=32, max_steps=3000, every=150, budget_s=420, heldout=64, max_new_tokens=320, seed=0,
                    preset="gpu", n_train=None):
-    from mathworklog.core import cache_dir, load_tokenizer, model_path, new_run
+    from mathworklog.data import load_gsm8k, prepare, require_gsm8k
+    from mathworklog.files import atomic_write_text, cache_dir
+    from mathworklog.models import load_tokenizer, model_path
+    from mathworklog.runs import new_run
+    from mathworklog.sft import SFTSettings, train_sft
     model_out = Path(model_out) if model_out else cache_dir()/"learning-start"
-    from mathworklog.data import load_gsm8k, prepare
-    from mathworklog.sft import train_sft
     tok = load_tokenizer(preset=preset); base = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
     train, test = prepare(load_gsm8k("train", n=n_train, preset=preset)), prepare(load_gsm8k("test", n=heldout, preset=preset))
-    run = new_run("learning_start", preset, params=dict(lr=lr, batch=batch, max_steps=max_steps, heldout=heldout, seed=seed), base_model=base)
+    run = new_run("learning_start", preset, base_model=base, data_source=require_gsm8k(preset),
+                  params=dict(lr=lr, batch=batch, max_steps=max_steps, heldout=heldout, seed=seed))
     cb = FormatCurve(tok, test, every, max_new_tokens, budget_s=budget_s)
     t0 = time.perf_counter()
-    res = train_sft(base, train, str(run.path), steps=max_steps, lr=lr, batch=batch, seed=seed, callbacks=[cb], eval_n=8)
+    res = train_sft(base, train, str(run.path), SFTSettings(steps=max_steps, lr=lr, batch=batch, seed=seed, eval_n=8),
+                    callbacks=[cb])
     secs = time.perf_counter() - t0
     out = dict(learning_start=dict(model=base, lr=lr, batch=batch, seed=seed, steps=res["steps"], seconds=round(secs, 1),
                                    reached_at_step=cb.reached, target=dict(format_check=0.8, tag_check=0.4),
@@ -63,15 +68,16 @@ def learning_start(out_dir, model_out, lr=3e-4, batch=32, max_steps=3000, every=
         tmp = model_out.with_name(model_out.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True); shutil.copytree(res["model_dir"], tmp)
         if model_out.exists(): shutil.rmtree(model_out)
-        os.replace(tmp, model_out)                                # never a half-copied start where learned_start looks
+        os.replace(tmp, model_out)               # never a half-copied start where model_path("learning-start") looks
         out["learning_start"]["model_dir"] = str(model_out)
-    Path(out_dir).mkdir(parents=True, exist_ok=True); (Path(out_dir)/"learning_start.json").write_text(json.dumps(out, indent=2))
+    atomic_write_text(Path(out_dir)/"learning_start.json", json.dumps(out, indent=2))
     return out
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/results"))
-    ap.add_argument("--model-out", default=None, help="default: where `core.learned_start` looks ($MATHWORKLOG_CACHE/learning-start)")
+    ap.add_argument("--model-out", default=None, help="default: the cache folder where the gpu preset's student is "
+                    "looked for (`models.model_path('learning-start')`: $MATHWORKLOG_CACHE/learning-start)")
     ap.add_argument("--lr", type=float, default=3e-4); ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--max-steps", type=int, default=3000); ap.add_argument("--every", type=int, default=150)
     ap.add_argument("--budget-s", type=float, default=420); ap.add_argument("--seed", type=int, default=0)

@@ -3,8 +3,9 @@ all 7,473 training questions x 8 samples at temperature 1, through vLLM and thro
 (reused static cache, grouped-query decoding, CUDA graphs), both bf16, on the Qwen2.5-0.5B-shaped random model.
 A random model never stops early, so every sample runs to the cap (256 new tokens by default): the figure that
 matters is sampled tokens per second.
-Each engine runs in its own process (one per engine, its tasks in order, a result line after each, so a run cut off
-by its time budget keeps what it measured); the vLLM engine core runs in its own process too (vLLM's default, spawned).
+Each engine runs in its own process (`_common.Worker`: one per engine, its tasks in order, a result message after each,
+so a run cut off by its time budget keeps what it measured); the vLLM engine core runs in its own process too (vLLM's
+default, spawned).
 vLLM, in this order: chapter 02's greedy baseline, the full presample as chapter 04 calls it (one `generate` of all
 59,784 samples drawn from the engine's seeded generator), and a subset with a seed per question (`request_seeds`: vLLM
 0.26 then draws each seeded row's noise in a Python loop, one kernel per row per step). `--vllm-kw` (JSON) goes to
@@ -14,15 +15,17 @@ of a subset (`--hf-questions`, reported at its measured rate and extrapolated), 
 `--from-runs` reads the vLLM rows from the runs the chapters' notebooks wrote instead (so the full presample is not
 sampled twice in one lease). Seconds are wall time around `generate` (tokenising and decoding included);
 `engine_seconds` is the time inside the engine's own call. Saves bench/results/presample_full.json (or $OUT)."""
-import json, math, os, signal, subprocess, sys, time
+import json, math, os, sys, time
 from pathlib import Path
+from _common import kill_workers_on_stop, run_worker, tell, worker_pipe
 
 def worker(engine, tasks, new, preset, vllm_kw=None, engines=1):
-    "One engine (or a `GeneratorPool` of `engines`), its tasks in order, in this process; prints a timing line after each task."
+    "One engine (or a `GeneratorPool` of `engines`), its tasks in order, in this process; sends each task's timings."
+    talk = worker_pipe()
     import torch
-    from mathworklog.core import load_tokenizer, model_path
     from mathworklog.data import load_gsm8k, prepare, render_prompt
-    from mathworklog.evaluate import make_generator
+    from mathworklog.engines import make_generator
+    from mathworklog.models import load_tokenizer, model_path
     engines = engines if engine == "vllm" else 1          # a pool is of vLLM engines only
     tok = load_tokenizer(preset=preset); path = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
     t0 = time.perf_counter()
@@ -40,7 +43,7 @@ def worker(engine, tasks, new, preset, vllm_kw=None, engines=1):
         except Exception as e: info["config_error"] = repr(e)[:200]
         t0 = time.perf_counter(); g.generate(["Hello"] * 8 * engines, n=2, temperature=1.0, max_new_tokens=16, seed=0)          # warm-up
         info["warmup_s"] = round(time.perf_counter() - t0, 1)
-    print("PRESAMPLE_INFO " + json.dumps(info), flush=True)
+    tell(talk, "info", info)
     for t in tasks:
         task, n, k = t["task"], t.get("n") or None, t["k"]
         if engine == "vllm" and engines == 1: g.request_seeds = t.get("request_seeds", False)
@@ -52,9 +55,9 @@ def worker(engine, tasks, new, preset, vllm_kw=None, engines=1):
             g.generate(prompts[:g.batch_size // k], n=k, temperature=temp, max_new_tokens=new, seed=0)
             compile_s = time.perf_counter() - t0
         if engine == "hf" and torch.cuda.is_available(): torch.cuda.reset_peak_memory_stats()   # not in vLLM's client process
-        print("PRESAMPLE_START " + json.dumps(dict(info, task=task, questions=len(prompts), samples_per_question=k, max_new_tokens=new,
-                                                   request_seeds=t.get("request_seeds", False), tokens_if_complete=len(prompts) * k * new,
-                                                   wall_clock=time.time())), flush=True)   # a cut-off run still bounds its rate
+        tell(talk, "start", dict(info, task=task, questions=len(prompts), samples_per_question=k, max_new_tokens=new,
+                                 request_seeds=t.get("request_seeds", False), tokens_if_complete=len(prompts) * k * new,
+                                 wall_clock=time.time()))                   # a cut-off run still bounds its rate
         t0 = time.perf_counter()
         out = g.generate(prompts, n=k, temperature=temp, max_new_tokens=new, seed=0)
         secs = time.perf_counter() - t0
@@ -65,46 +68,26 @@ def worker(engine, tasks, new, preset, vllm_kw=None, engines=1):
         if engine == "hf":
             r.update(batch_rows=g.batch_size, first_batch_compile_s=round(compile_s, 1),
                      peak_gib=round(torch.cuda.max_memory_allocated() / 2**30, 2) if torch.cuda.is_available() else None)
-        print("PRESAMPLE_RESULT " + json.dumps(r), flush=True)
+        tell(talk, "result", r)
     if hasattr(g, "close"): g.close()
 
-CURRENT = []                                                     # the running worker, killed with its group if we are stopped
-
-def stop(signum, frame):
-    for p in CURRENT:
-        try: os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError: pass
-    sys.exit(128 + signum)
-
-def tagged(lines, tag: str) -> list[dict]:
-    "The JSON payloads of a worker's `TAG {...}` lines, in order."
-    return [json.loads(l.split(" ", 1)[1]) for l in lines if l.startswith(tag + " ")]
-
-def unfinished(lines, done: int, killed_at: float) -> dict | None:
+def unfinished(messages, done: int, killed_at: float) -> dict | None:
     "The task that was sampling when its worker was killed (the first started and not done), with an upper bound on its rate."
-    started = tagged(lines, "PRESAMPLE_START")
+    started = [p for kind, p in messages if kind == "start"]
     if len(started) <= done: return None                 # killed before the next task began sampling: nothing to bound
     r = dict(started[done]); s = killed_at - r.pop("wall_clock")
     return dict(r, completed=False, sampling_s_at_least=round(s, 1), tokens_per_s_upper_bound=math.ceil(r["tokens_if_complete"] / s),
                 bounds_how="the task's tokens if complete / the seconds from its generate call to the kill")
 
-def run_worker(engine, tasks, new, preset, limit, log, vllm_kw=None, engines=1):
-    "A worker process (its own session, so that vLLM's engine process dies with it) for at most `limit` seconds; its results."
-    with open(log, "w") as f:
-        p = subprocess.Popen([sys.executable, __file__, "--worker", engine, json.dumps(tasks), str(new), preset, json.dumps(vllm_kw), str(engines)],
-                             stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
-        CURRENT[:] = [p]
-        t0 = time.perf_counter(); timed_out = False
-        try: p.wait(timeout=max(limit, 1))
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            os.killpg(p.pid, signal.SIGKILL); killed_at = time.time(); p.wait()
-    text = Path(log).read_text(errors="replace"); lines = text.splitlines()
-    res = tagged(lines, "PRESAMPLE_RESULT")
-    if timed_out and (cut := unfinished(lines, len(res), killed_at)): res.append(cut)
-    info = tagged(lines, "PRESAMPLE_INFO")
-    return res, (info[0] if info else None), dict(rc=p.returncode, seconds=round(time.perf_counter() - t0, 1), timed_out=timed_out,
-                                                    limit_s=round(limit), tail=None if p.returncode == 0 else text[-1500:])
+def run_engine(engine, tasks, new, preset, limit, log, vllm_kw=None, engines=1):
+    "An engine's worker (its whole tree, vLLM's engine processes included) for at most `limit` seconds; its results."
+    w = run_worker([sys.executable, __file__, "--worker", engine, json.dumps(tasks), str(new), preset,
+                    json.dumps(vllm_kw), str(engines)], limit, log)
+    res = w.got("result")
+    if w.timed_out and (cut := unfinished(w.messages, len(res), w.killed_at)): res.append(cut)
+    info = w.got("info")
+    return res, (info[0] if info else None), dict(rc=w.rc, seconds=w.seconds, timed_out=w.timed_out,
+                                                    limit_s=round(limit), tail=None if w.rc == 0 else w.tail(1500))
 
 def from_run(runs, chapter, backend="VLLMGenerator"):
     "The newest run of `chapter` (gpu preset) whose generator was vLLM: its tokens, seconds and tokens/s."
@@ -141,13 +124,13 @@ if __name__ == "__main__":
                    help="seconds for all workers (default: gpu_run.sh's item limit less 20 s)")
     p.add_argument("--hf-reserve", type=float, default=130, help="seconds of the budget kept for the HF worker")
     p.add_argument("--engines", nargs="+", default=["vllm", "hf"]); p.add_argument("--worker", nargs=6, default=None)
-    p.add_argument("--vllm-engines", type=int, default=1, help="vLLM engines side by side (evaluate.GeneratorPool; 4 ran 3.1x one on the H200). The pool fixes each engine's KV cache "
+    p.add_argument("--vllm-engines", type=int, default=1, help="vLLM engines side by side (engines.GeneratorPool; 4 ran 3.1x one on the H200). The pool fixes each engine's KV cache "
                    "(GeneratorPool.kv_share; --vllm-kw may set kv_cache_memory_bytes), so they start together: 4 with 16 GiB each were ready in 89 s, cold")
     a = p.parse_args()
     if a.worker:
         e, tasks, new, preset, kw, n = a.worker; worker(e, json.loads(tasks), int(new), preset, json.loads(kw), int(n)); sys.exit(0)
-    signal.signal(signal.SIGTERM, stop); signal.signal(signal.SIGINT, stop)
-    from mathworklog.core import atomic_write_text
+    kill_workers_on_stop()                                       # TERM or INT: the running worker's tree dies with us
+    from mathworklog.files import atomic_write_text
     T0 = time.perf_counter(); out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     res = dict(workers={}, goal_tokens_per_s=100_000)
     def save():
@@ -164,7 +147,8 @@ if __name__ == "__main__":
             tasks = [t for t in tasks if t["task"] not in got or t.get("request_seeds")]
         left = a.budget - (time.perf_counter() - T0)
         limit = left - (a.hf_reserve if engine == "vllm" and "hf" in a.engines[a.engines.index(engine):] else 0)
-        rows, info, proc = run_worker(engine, tasks, a.new, a.preset, limit, out/f"presample_{engine}.log", a.vllm_kw, a.vllm_engines)
+        rows, info, proc = run_engine(engine, tasks, a.new, a.preset, limit, out/f"presample_{engine}.log", a.vllm_kw,
+                                      a.vllm_engines)
         done = sum(r.get("completed", True) for r in rows)
         res["workers"][engine] = dict(proc, info=info, tasks=tasks, done=done)
         for r in rows: res[key(r)] = r; print(key(r), r, flush=True)

@@ -7,16 +7,15 @@ engine core in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`, what TRL's colo
 (vLLM's default), at the same batches, 16 prompts x n=8, and a profile of the in-process engine (wall time against GPU
 kernel time) that says where vLLM's time goes on this small model.
 Prints the ratios and saves bench/results/rollout_throughput.json (or $OUT)."""
-import json, os, subprocess, sys, time
-if __name__ == "__main__" and "--vllm-worker" in sys.argv:                        # a fresh process per vLLM engine mode, before anything touches CUDA
-    mode = sys.argv[sys.argv.index("--vllm-worker") + 1]
-    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if mode == "in_process" else "1"
-    os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "fork"     # nothing has touched CUDA yet, and this script is not import-safe
+import json, os, sys, time
+from _common import answer, one_result
+
+def vllm_worker(mode, preset, batches, new):
+    "vLLM's rows for one engine mode, in a fresh process (nothing has touched CUDA before the engine)."
     import torch
-    from mathworklog.core import load_tokenizer, model_path
     from mathworklog.data import load_gsm8k, render_prompt
-    from mathworklog.evaluate import VLLMGenerator
-    preset, batches, new = sys.argv[sys.argv.index("--preset") + 1], json.loads(sys.argv[sys.argv.index("--batches") + 1]), int(sys.argv[sys.argv.index("--new") + 1])
+    from mathworklog.engines import VLLMGenerator
+    from mathworklog.models import load_tokenizer, model_path
     tok = load_tokenizer(preset=preset); path = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
     prompts = [render_prompt(tok, q["question"]) for q in load_gsm8k("test", n=max(batches), preset=preset)]
     g = VLLMGenerator(path, tok, dtype="bfloat16", gpu_memory_utilization=0.5, max_model_len=2048)
@@ -43,13 +42,21 @@ if __name__ == "__main__" and "--vllm-worker" in sys.argv:                      
         out["profile"] = dict(batch=B, new_tokens=64, wall_ms_per_step=1e3 * wall / 64, gpu_kernel_ms_per_step=1e3 * kernel_s / 64,
                               gpu_busy_share=kernel_s / wall, top_cpu=[(e.key[:70], round(e.self_cpu_time_total / 1e3, 1)) for e in top_cpu])
     g.close()
-    print("VLLM_RESULT " + json.dumps(out)); sys.exit(0)
+    return out
+
+if __name__ == "__main__" and "--vllm-worker" in sys.argv:    # a fresh process per vLLM engine mode, CUDA untouched
+    mode = sys.argv[sys.argv.index("--vllm-worker") + 1]
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if mode == "in_process" else "1"
+    os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "fork"     # nothing has touched CUDA yet, and this script is not import-safe
+    arg = lambda name: sys.argv[sys.argv.index(name) + 1]
+    answer(vllm_worker, mode, arg("--preset"), json.loads(arg("--batches")), int(arg("--new")))
+    sys.exit(0)
 import torch
 from transformers import AutoModelForCausalLM
 from _common import args, device, sync, timed, save
-from mathworklog.core import load_tokenizer, model_path
 from mathworklog.data import load_gsm8k, render_prompt
-from mathworklog.evaluate import HFGenerator, stop_ids
+from mathworklog.engines import HFGenerator, stop_ids, vllm_available
+from mathworklog.models import load_tokenizer, model_path
 
 a = args(__doc__, batches=dict(type=int, nargs="+", default=[64, 512]), new=dict(type=int, default=256),
          greedy_tokens=dict(type=int, default=64), profile_steps=dict(type=int, default=16),
@@ -112,16 +119,13 @@ for name, m in [] if a.vllm_only else [("fp32", load(torch.float32)), ("bf16", m
     print(f"greedy outputs identical ({name}) for {sum(same)}/{len(same)} prompts, {a.greedy_tokens} tokens", flush=True)
     del m
 save(a, "rollout_throughput", res, quiet=True)                 # the HF rows, before vLLM's
-from mathworklog.evaluate import vllm_available
 if dev == "cuda" and vllm_available():
     import vllm
     del model; torch.cuda.empty_cache()
     for mode in ("in_process", "own_process"):
-        p = subprocess.run([sys.executable, __file__, "--vllm-worker", mode, "--preset", a.preset, "--batches", json.dumps(a.batches),
-                            "--new", str(a.new)], capture_output=True, text=True, timeout=900)
-        line = [l for l in p.stdout.splitlines() if l.startswith("VLLM_RESULT ")]
-        if p.returncode or not line: res[f"vllm_{mode}"] = dict(error=(p.stderr or p.stdout)[-2000:]); print(f"vLLM {mode} failed:", p.stderr[-1500:]); continue
-        r = res[f"vllm_{mode}"] = json.loads(line[0].split(" ", 1)[1])
+        r = res[f"vllm_{mode}"] = one_result([sys.executable, __file__, "--vllm-worker", mode, "--preset", a.preset,
+                                              "--batches", json.dumps(a.batches), "--new", str(a.new)], limit=900)
+        if "error" in r: print(f"vLLM {mode} failed ({r['error']}):", r["log_tail"][-1500:]); continue
         for B in a.batches:
             for tag in ("", "_unseeded"):
                 if "fast_tok_s" in res.get(f"batch_{B}", {}) and f"batch_{B}{tag}" in r:

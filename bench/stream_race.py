@@ -57,11 +57,13 @@ def old_clone(orig):
 
 def run(mode, a):
     from trl.generation.vllm_generation import VLLMGeneration
-    from mathworklog.core import load_tokenizer, model_path, seed_everything
     from mathworklog.data import load_gsm8k, prepare
-    from mathworklog.sync import SyncPatch, patch_trl_lora_sync, probe_batch, tiny_lora_model, token_logprobs, trl_generation_for
+    from mathworklog.engines import token_logprobs
+    from mathworklog.models import load_tokenizer, model_path
+    from mathworklog.settings import seed_everything
+    from mathworklog.weights import SyncPatch, lora_model, patch_trl_lora_sync, probe_batch, trl_generation_for
     seed_everything(0); tok = load_tokenizer(preset="gpu"); path = model_path("shaped", tok, "gpu")
-    pm = tiny_lora_model(path, r=16, dtype=getattr(torch, a.dtype), scale=0.0)
+    pm = lora_model(path, r=16, dtype=getattr(torch, a.dtype), scale=0.0)
     ids, mask, keep = probe_batch(tok, prepare(load_gsm8k("test", n=8, preset="gpu")), max_tokens=64)
     ids, mask = ids.cuda(), mask.cuda()
     opt = torch.optim.AdamW([p for p in pm.parameters() if p.requires_grad], lr=a.lr)
@@ -91,7 +93,7 @@ if __name__ == "__main__":
     ap.add_argument("--preset", default="gpu", choices=["gpu"]); ap.add_argument("--out", default=os.environ.get("OUT", "bench/results"))
     a = ap.parse_args()
     if not torch.cuda.is_available(): raise SystemExit("stream_race.py needs a CUDA GPU: the race is between CUDA streams")
-    from mathworklog.core import atomic_write_text
+    from mathworklog.files import atomic_write_text
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True); res = dict(args=vars(a), rows=[])
     for m in a.modes:
         t = time.perf_counter(); res["rows"] += run(m, a)

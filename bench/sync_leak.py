@@ -4,7 +4,7 @@ adapter), unpatched, with the clone fix (`patch_trl_lora_sync("clone")`, the wor
 (`patch_trl_lora_sync("out_of_place")`), in bf16 and in fp32. Unpatched and clone both merge and unmerge the trainer's
 weights on every sync, so in bf16 each cycle rounds the base weights twice; out of place never writes them.
 Drift = ||W_after - W_before|| / ||W_before|| over every base (non-LoRA) weight, in float64. The model is --model,
-by default the learning start where one exists (`core.learned_start`: the GPU box), else the random 0.5B shape
+by default the learning start where one exists (`model_path("learning-start")`: the GPU box), else the random 0.5B shape
 (rounding drift depends on the weights' magnitudes and the update's: the adapter's B is drawn at random and scaled so
 that ||ΔW|| / ||W|| = --update-rel, 2e-3 by default, the size at which the worklog's bf16 merge kept 71% of the
 update). Runs on the CPU or a GPU. Saves <out>/sync_leak.json."""
@@ -25,18 +25,20 @@ def update_rel_norm(model) -> float:
 def main():
     a = args(__doc__, syncs=dict(type=int, default=100), update_rel=dict(type=float, default=2e-3),
              dtypes=dict(nargs="+", default=["bfloat16", "float32"]), model=dict(default=None))
-    from mathworklog.core import MissingResourceError, cpu_threads, learned_start, load_tokenizer, model_path
-    from mathworklog.sync import sync_drift, tiny_lora_model
+    from mathworklog.models import load_tokenizer, model_path
+    from mathworklog.settings import MissingResourceError, cpu_threads
+    from mathworklog.sync import sync_drift
+    from mathworklog.weights import lora_model
     if not torch.cuda.is_available(): cpu_threads()
     path = a.model
     if path is None:
-        try: path = learned_start() if a.preset == "gpu" else None
+        try: path = model_path("learning-start", preset=a.preset) if a.preset == "gpu" else None
         except MissingResourceError: pass
     path = path or model_path("shaped" if a.preset == "gpu" else "tiny", load_tokenizer(preset=a.preset), a.preset)
     rows = []
     for dt in a.dtypes:
         for mode in (None, "clone", "out_of_place"):
-            m = tiny_lora_model(path, r=16, dtype=getattr(torch, dt))
+            m = lora_model(path, r=16, dtype=getattr(torch, dt))
             with torch.no_grad():                                  # ΔW is linear in B: one rescale hits the target
                 f = a.update_rel / update_rel_norm(m)
                 for n, p in m.named_parameters():

@@ -1,5 +1,6 @@
 "How bench/report.py reads the bench scripts' JSON (bench/ owns those files; the library never reads them)."
 import json, sys
+import pytest
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[1]/"bench"
@@ -17,9 +18,16 @@ def test_registry_names_every_bench_json_in_order():
     "One renderer per bench JSON, each with the script that writes it, in the order the README prints them."
     assert [fn.__name__ for _, _, fn in report.RENDERERS] == [
         "grpo_step_md", "rollout_throughput_md", "presample_full_md", "vllm_tests_md", "learning_start_md",
-        "live_sync_md", "grpo_learns_md", "stream_race_md", "vllm_engines_md", "logprob_memory_md"]
+        "live_sync_md", "grpo_learns_md", "stream_race_md", "vllm_engines_md", "logprob_memory_md", "cpu_engines_md"]
     for name, writer, fn in report.RENDERERS:
         assert name.endswith(".json") and writer.startswith("bench/") and fn.__doc__, (name, writer)
+
+
+def test_cpu_engines_table_names_the_default():
+    "The CPU engines' table renders from bench/cpu and names the engine that finished the warm-up epilogue first."
+    md = measured_markdown(BENCH/"cpu")
+    if not (BENCH/"cpu"/"cpu_engines.json").exists(): pytest.skip("bench/cpu/cpu_engines.json not written yet")
+    assert "| vllm_cpu |" in md and "| hf_generate |" in md and "finished first with" in md
 
 
 def test_measured_markdown_of_the_h200_runs():
@@ -72,3 +80,44 @@ def test_presample_rows_pool_unfinished_and_notebook(tmp_path):
     assert ("| 04: 7,473 × 8 | vLLM × 4 engines | not measured | not measured | not measured "
             "| did not finish: < 104,100 (run) |") in md, md
     assert "HF fast path" not in md, md
+
+
+WORKER = '''import subprocess, sys, time
+sys.path.insert(0, {bench!r})
+from _common import tell, worker_pipe
+talk = worker_pipe()
+print("hello from the worker", flush=True)
+if sys.argv[1] == "hang":                      # a grandchild, as vLLM's engine process: it must die with the worker
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    tell(talk, "start", dict(grandchild=child.pid))
+    time.sleep(600)
+tell(talk, "result", dict(ok=True, arg=sys.argv[1]))
+'''
+
+
+def test_worker_result_and_failure(tmp_path):
+    "A worker's one result comes back over its pipe; a failing one gives its exit code and what it printed."
+    from _common import one_result
+    script = tmp_path/"worker.py"
+    script.write_text(WORKER.format(bench=str(BENCH)))
+    assert one_result([sys.executable, script, "ok"], limit=300) == dict(ok=True, arg="ok")
+    bad = one_result([sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"], limit=300)
+    assert bad["error"] == "exit code 3" and "boom" in bad["log_tail"], bad
+
+
+def test_worker_cut_off_at_its_limit_dies_with_its_tree(tmp_path):
+    "A worker past its limit is killed with all it started; what it sent before stays, and so does its log."
+    import time
+    from _common import Worker
+    from mathworklog.procs import pid_alive
+    script = tmp_path/"worker.py"
+    script.write_text(WORKER.format(bench=str(BENCH)))
+    w = Worker([sys.executable, script, "hang"], log=tmp_path/"worker.log")
+    end = time.time() + 300
+    while not w.got("start") and time.time() < end and w.owned.poll() is None:
+        time.sleep(0.1)
+    w.wait(limit=1)
+    assert w.timed_out and w.killed_at and w.rc < 0, (w.rc, w.tail())
+    grandchild = w.got("start")[0]["grandchild"]
+    assert not pid_alive(w.owned.pid) and not pid_alive(grandchild)
+    assert "hello from the worker" in (tmp_path/"worker.log").read_text()

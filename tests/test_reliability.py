@@ -347,17 +347,19 @@ def test_data_full_preset_refuses_bundled_problems(tmp_path, monkeypatch):
     assert new_run("sft", "full", root=tmp_path, data_source=require_gsm8k("full")).meta["data_source"] == "bundled"   # asked for explicitly: allowed, and recorded
 
 
-def test_presample_bench_bounds_a_cut_off_task():
+def test_presample_bench_bounds_a_cut_off_task(monkeypatch):
     "bench/presample_full.py: a worker killed mid-task leaves an upper bound on that task's rate, not a silent gap."
-    spec = importlib.util.spec_from_file_location("presample_full", Path(__file__).parents[1]/"bench"/"presample_full.py")
+    bench = Path(__file__).parents[1]/"bench"
+    monkeypatch.syspath_prepend(str(bench))                                # its `_common`, as when run from bench/
+    spec = importlib.util.spec_from_file_location("presample_full", bench/"presample_full.py")
     pf = importlib.util.module_from_spec(spec); spec.loader.exec_module(pf)
-    start = lambda task, t: "PRESAMPLE_START " + json.dumps(dict(task=task, questions=10, samples_per_question=8, max_new_tokens=256,
-                                                                  tokens_if_complete=20_480, wall_clock=t))
-    lines = ["noise", start("baseline", 100.0), 'PRESAMPLE_RESULT {"task": "baseline"}', start("presample", 110.0)]
-    cut = pf.unfinished(lines, done=1, killed_at=120.0)                   # 10 s of sampling when the kill came
+    start = lambda task, t: ("start", dict(task=task, questions=10, samples_per_question=8, max_new_tokens=256,
+                                           tokens_if_complete=20_480, wall_clock=t))
+    msgs = [("info", {}), start("baseline", 100.0), ("result", {"task": "baseline"}), start("presample", 110.0)]
+    cut = pf.unfinished(msgs, done=1, killed_at=120.0)                    # 10 s of sampling when the kill came
     assert (cut["task"], cut["completed"], cut["sampling_s_at_least"], cut["tokens_per_s_upper_bound"]) == ("presample", False, 10.0, 2048)
     assert "wall_clock" not in cut
-    assert pf.unfinished(lines[:3], done=1, killed_at=120.0) is None      # killed before the next task started sampling
+    assert pf.unfinished(msgs[:3], done=1, killed_at=120.0) is None       # killed before the next task started sampling
 
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None or importlib.util.find_spec("vllm") is not None,

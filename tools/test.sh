@@ -18,5 +18,5 @@ python tools/readme.py --check
 echo "== nbdev-test (every notebook, preset tiny)"
 nbdev-test --n-workers 2 --timing
 echo "== pytest"
-python -m pytest -q tests/ -m "not vllm and not gpu" -p no:cacheprovider
+python -m pytest -q tests/ -m "not gpu" -p no:cacheprovider --durations=15
 echo "total: $(( $(date +%s) - t0 )) s"
