@@ -1,0 +1,47 @@
+"""Chapter 08's reproduction on a real vLLM engine (the CPU backend here, a GPU where there is one): TRL's own
+`_iter_named_params` → vLLM's packed producer → loopback group → packed consumer → the engine's layerwise reload, with
+a buffer that chunks the tiny model the way vLLM's 1 GiB chunks Qwen2.5-0.5B (`sync.matching_buffer`). Skipped where
+vLLM is not installed."""
+import pytest, torch
+pytest.importorskip("vllm")
+pytestmark = pytest.mark.vllm
+
+from mathworklog.data import load_gsm8k, prepare, preset_tokenizer
+from mathworklog.models import model_path
+from mathworklog.sync import engine_reproduction, matching_buffer
+from mathworklog.weights import lora_model, probe_batch, trl_named_params
+
+
+@pytest.fixture(scope="module")
+def setup():
+    tok = preset_tokenizer("tiny")
+    path = model_path("tiny", tok, "tiny")
+    ids, mask, keep = probe_batch(tok, prepare(load_gsm8k("test", n=8, preset="tiny")), max_tokens=32)
+    return path, tok, ids, mask, keep, matching_buffer(trl_named_params(lora_model(path)))
+
+
+def test_fp32_unpatched_leaves_the_last_chunk_at_base_and_the_fixes_send_the_merged_model(setup):
+    path, tok, ids, mask, keep, buf = setup
+    rows, chunks = engine_reproduction(path, tok, torch.float32, buf, ids, mask, keep)
+    r, c = rows.set_index("sync"), chunks.set_index(["sync", "chunk"])
+    assert r.chunks.tolist() == [2, 2, 2]
+    assert c.loc[("unpatched", 0), "fraction"] == pytest.approx(1, abs=1e-4)   # closed by the buffer: merged
+    assert c.loc[("unpatched", 1), "fraction"] == pytest.approx(0, abs=1e-4)   # closed by the iterator's end: base
+    assert c.loc[("unpatched", 1), "stuck"] == c.loc[("unpatched", 1), "lora_matrices"] > 0
+    u = r.loc["unpatched"]
+    assert min(u.vs_merged, u.vs_base) > 10 * u.floor                          # the engine holds neither model
+    for fix in ("clone", "out_of_place"):
+        f = r.loc[fix]
+        assert f.stuck == 0 and c.loc[fix].fraction.tolist() == pytest.approx([1, 1], abs=1e-4)
+        assert f.vs_merged <= 10 * f.floor + 1e-5 < f.vs_base / 10             # the merged model, to rounding
+
+
+def test_bf16_is_one_chunk_and_unpatched_the_engine_keeps_the_base_model(setup):
+    path, tok, ids, mask, keep, buf = setup
+    rows, chunks = engine_reproduction(path, tok, torch.bfloat16, buf, ids, mask, keep, modes=(None, "out_of_place"))
+    r = rows.set_index("sync")
+    assert r.chunks.tolist() == [1, 1]
+    u, f = r.loc["unpatched"], r.loc["out_of_place"]
+    assert u.stuck == u.lora_matrices and abs(chunks.fraction.iloc[0]) < 1e-2  # none of the update arrives
+    assert u.vs_base < u.vs_merged / 10
+    assert f.stuck == 0 and f.vs_merged < f.vs_base / 10
