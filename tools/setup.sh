@@ -12,6 +12,7 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 # exist") and nothing here uses them, so they go. On a GPU box vLLM is the `vllm` extra (or ../shared/tools/gpu-vllm).
 if command -v nvidia-smi >/dev/null 2>&1; then gpu=1; need="import mathworklog, trl, papermill, nbdev, trackio"
 else gpu=0; need="import mathworklog, trl, papermill, nbdev, trackio, vllm"; fi
+need="$need, nbconvert, websockets"   # the worklog as pages: results.render_pages, tests/test_pages.py
 if ! python -c "$need" 2>/dev/null; then
   python -m pip install -q --upgrade pip
   if [ $gpu = 1 ]; then python -m pip install -q -e ".[dev]"
