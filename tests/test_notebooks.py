@@ -99,15 +99,15 @@ def test_07_grpo_through_unpatched_vllm_stays_flat(tiny_worklog):
 
 
 def test_08_live_sync_separates(tiny_worklog):
+    "Unpatched, vLLM's copy falls behind (probe ≥ 3x its start); the fixes and full fine-tuning keep up (≤ 1.5x)."
     from mathworklog.sync import LIVE_GROWTH
     s = latest(tiny_worklog[0], "sync")["summary"]
-    assert s, "the sync chapter wrote no summary"
-    growth = {k.removeprefix("growth_"): v for k, v in s.items() if k.startswith("growth_")}
-    assert growth, s
+    growth = {k.removeprefix("probe_growth_"): v for k, v in s.items() if k.startswith("probe_growth_")}
+    assert len(growth) == 6, s
     for arm, g in growth.items():
-        lo, hi = LIVE_GROWTH.get(arm, (None, None))
-        if lo is not None: assert g >= lo, (arm, g)
-        if hi is not None: assert g <= hi, (arm, g)
+        if arm.endswith("_unpatched"): assert g >= LIVE_GROWTH["drifts"], (arm, g)
+        else: assert g <= LIVE_GROWTH["flat"], (arm, g)
+    assert s["full_ft_moved"] > 100 * s["full_ft_mismatch_last"], s      # full fine-tuning moved, and vLLM kept up
 
 
 def test_09_averaging_and_opd_round_two_move_the_buckets(tiny_worklog):
