@@ -56,3 +56,15 @@ def test_notebook_code_style():
         for i, c in enumerate(json.loads(nb.read_text())["cells"]):
             if c["cell_type"] == "code" and (p := style_problems("".join(c["source"]))): bad[f"{nb.name}[{i}]"] = p
     assert not bad, bad
+
+
+def test_papermill_reads_every_parameter():
+    "papermill's own reader finds every name the `parameters` cell assigns (a comment line holding `=` hides one)."
+    import papermill as pm
+    for nb in sorted((ROOT / "nbs").glob("*.ipynb")):
+        cells = json.loads(nb.read_text())["cells"]
+        params = [c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+        if not params: continue
+        src = "".join(params[0]["source"])
+        assigned = [t.id for n in ast.parse(src).body if isinstance(n, ast.Assign) for t in n.targets]
+        assert list(pm.inspect_notebook(str(nb))) == assigned, nb.name
