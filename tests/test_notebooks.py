@@ -1,6 +1,7 @@
-"""The whole tiny worklog, run once as the README's main command runs it (`mathworklog-worklog --preset tiny`: every
-chapter executed headlessly by papermill), and the thresholds each chapter's phenomenon must reach, read from its
-runs' meta.json summaries; plus one chapter in a copy of the project with nothing beside it, as a fresh clone runs it.
+"""The whole tiny worklog, run once as a fresh clone runs the README's main command (`mathworklog-worklog --preset
+tiny`: every chapter executed headlessly by papermill) in a copy of the project with nothing beside it, and the
+thresholds each chapter's phenomenon must reach, read from its runs' meta.json summaries; plus chapter 02 in this
+checkout, with ../shared beside it where there is one, giving the same figures.
 
 The tests fail when a chapter stops learning. Each reads only runs that its own fixture made, in a runs folder of its
 own: none depends on another test's leftovers."""
@@ -14,15 +15,37 @@ FRESH_UNSET = ("MATHWORKLOG_GSM8K", "MATHWORKLOG_TOKENIZER", "MATHWORKLOG_MODEL_
                "MATHWORKLOG_CACHE")
 
 
+def fresh_copy(dest: Path) -> Path:
+    "The project's files as a clone has them (tracked, and untracked but not ignored) copied to `dest/repo`."
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split("\0")
+    repo = dest / "repo"
+    for f in filter(None, files):
+        if (ROOT / f).is_file():
+            (repo / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, repo / f)
+    return repo
+
+
+def fresh_env(repo: Path, tmp: Path) -> dict:
+    "A fresh clone's environment: the variables that point at ../shared unset, no hub, its own cache and runs."
+    env = {k: v for k, v in os.environ.items() if k not in FRESH_UNSET}
+    return env | {"HF_HUB_OFFLINE": "1", "PYTHONPATH": str(repo), "MATHWORKLOG_CACHE": str(tmp / "cache"),
+                  "MATHWORKLOG_RUNS": str(tmp / "runs")}
+
+
 @pytest.fixture(scope="session")
 def tiny_worklog(tmp_path_factory):
-    "The main job of this checkout, into a runs folder of its own: (runs folder, worklog run folder, its output)."
-    runs = tmp_path_factory.mktemp("worklog") / "runs"
+    """The main job as a fresh clone runs it: in a copy of the project with nothing beside it (no ../shared), the
+    variables unset and the hub offline, into a runs folder of its own. (runs folder, worklog run folder, its output)"""
+    tmp = tmp_path_factory.mktemp("worklog")
+    repo = fresh_copy(tmp)
+    assert not (repo.parent / "shared").exists()
     p = subprocess.run([sys.executable, "-c", "from mathworklog.results import worklog_main; worklog_main()",
-                        "--preset", "tiny"], cwd=ROOT, env=dict(os.environ, MATHWORKLOG_RUNS=str(runs)),
-                       capture_output=True, text=True, timeout=1800)
-    wl = sorted(runs.glob("worklog-*"))
-    return runs, (wl[-1] if wl else None), p
+                        "--preset", "tiny"], cwd=repo, env=fresh_env(repo, tmp), capture_output=True, text=True,
+                       timeout=1800)
+    wl = sorted((tmp / "runs").glob("worklog-*"))
+    return tmp / "runs", (wl[-1] if wl else None), p
 
 
 def latest(runs: Path, chapter: str, label: str | None = None) -> dict:
@@ -41,7 +64,8 @@ def test_chapter_runs_clean(nb, tiny_worklog):
     assert wl is not None, p.stderr[-3000:]
     out = wl / nb.name
     assert out.exists(), f"{nb.stem} did not run: {p.stderr[-3000:]}"
-    errors = [o for c in json.loads(out.read_text())["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"]
+    cells = json.loads(out.read_text())["cells"]
+    errors = [o for c in cells for o in c.get("outputs", []) if o["output_type"] == "error"]
     assert not errors, errors[0].get("evalue")
 
 
@@ -116,6 +140,10 @@ def test_09_averaging_and_opd_round_two_move_the_buckets(tiny_worklog):
     k = get_preset("tiny").k
     assert s["buckets_averaged"]["strict"][f"{k}/{k}"] > s["buckets_before"]["strict"][f"{k}/{k}"], s   # into k/k
     assert "opd2_format_before" in s and "opd2_format_after" in s, s
+    # OPD round two, as in the worklog's table: questions leave 0/k, and more are learnable (1…k-1)
+    avg, opd2 = s["buckets_averaged"][s["scoring"]], s["buckets_opd2"][s["scoring"]]
+    assert opd2[f"0/{k}"] < avg[f"0/{k}"] and opd2[f"1…{k-1}"] > avg[f"1…{k-1}"], s
+    assert s["learnable_change"] > 0, s
 
 
 def test_worklog_columns_come_from_the_table(tiny_worklog):
@@ -125,34 +153,18 @@ def test_worklog_columns_come_from_the_table(tiny_worklog):
     assert not any(bad.values()), {k: v for k, v in bad.items() if v}
 
 
-def fresh_copy(dest: Path) -> Path:
-    "The project's files as a clone has them (tracked, and untracked but not ignored) copied to `dest/repo`."
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, text=True, check=True).stdout.split("\0")
-    repo = dest / "repo"
-    for f in filter(None, files):
-        if (ROOT / f).is_file():
-            (repo / f).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / f, repo / f)
-    return repo
-
-
-def test_fresh_clone_sees_the_same_numbers(tiny_worklog, tmp_path):
-    """The tiny preset reads nothing from ../shared: in a copy of the project with nothing beside it, the variables unset
-    and no hub, chapter 02 gives exactly the main job's figures."""
-    repo = fresh_copy(tmp_path)
-    assert not (repo.parent / "shared").exists()
-    env = {k: v for k, v in os.environ.items() if k not in FRESH_UNSET}
-    env |= {"HF_HUB_OFFLINE": "1", "PYTHONPATH": str(repo), "MATHWORKLOG_CACHE": str(tmp_path / "cache"),
-            "MATHWORKLOG_RUNS": str(tmp_path / "runs")}
+def test_shared_beside_gives_the_same_numbers(tiny_worklog, tmp_path):
+    """The tiny preset reads nothing from ../shared: chapter 02 run in this checkout, with ../shared beside it and the
+    variables pointing at it (as in CI), gives exactly the figures of the main job's fresh copy, which had neither."""
+    env = dict(os.environ, MATHWORKLOG_RUNS=str(tmp_path / "runs"))
     code = ("import papermill as pm, sys\n"
             "pm.execute_notebook(sys.argv[1], sys.argv[2], parameters=dict(preset='tiny'), cwd=sys.argv[3],\n"
             "                    kernel_name='python3', progress_bar=False, log_output=False)")
-    nb = repo / "nbs" / "02_baseline.ipynb"
-    p = subprocess.run([sys.executable, "-c", code, str(nb), str(tmp_path / nb.name), str(nb.parent)], cwd=repo,
+    nb = ROOT / "nbs" / "02_baseline.ipynb"
+    p = subprocess.run([sys.executable, "-c", code, str(nb), str(tmp_path / nb.name), str(nb.parent)], cwd=ROOT,
                        env=env, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
-    fresh, main = latest(tmp_path / "runs", "baseline"), latest(tiny_worklog[0], "baseline")
-    assert fresh["data_source"] == main["data_source"] == "world"
+    here, fresh = latest(tmp_path / "runs", "baseline"), latest(tiny_worklog[0], "baseline")
+    assert here["data_source"] == fresh["data_source"] == "world"
     keys = ("lenient", "strict", "format", "exact", "solution_block", "n_questions")
-    assert {k: fresh["summary"][k] for k in keys} == {k: main["summary"][k] for k in keys}
+    assert {k: here["summary"][k] for k in keys} == {k: fresh["summary"][k] for k in keys}
