@@ -6,7 +6,8 @@ import torch
 from _common import args, device, sync, save
 
 a = args(__doc__, seqs=dict(type=int, default=8), length=dict(type=int, default=2048))
-dev = device(); H, V = (896, 151936) if a.preset == "gpu" else (64, 151936)
+dev = device()
+H, V = (896, 151936) if a.preset == "gpu" else (64, 151936)
 N = a.seqs * a.length if a.preset == "gpu" else 256
 g = torch.Generator(device=dev).manual_seed(0)
 h0 = torch.randn(N, H, device=dev, generator=g) * 1.0
@@ -36,21 +37,32 @@ def liger(h, w):
     with torch.autocast(**ac): return -LigerFusedLinearCrossEntropyLoss(reduction="none")(w, h, tgt)
 
 def measure(fn):
-    h = h0.clone().requires_grad_(); w = w0.clone().requires_grad_()
-    sync(); torch.cuda.empty_cache() if dev == "cuda" else None
-    if dev == "cuda": torch.cuda.reset_peak_memory_stats(); base = torch.cuda.memory_allocated()
-    lp = fn(h, w); (lp * up).sum().backward(); sync()
+    h = h0.clone().requires_grad_()
+    w = w0.clone().requires_grad_()
+    sync()
+    torch.cuda.empty_cache() if dev == "cuda" else None
+    if dev == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    lp = fn(h, w)
+    (lp * up).sum().backward()
+    sync()
     peak = (torch.cuda.max_memory_allocated() - base) / 2**30 if dev == "cuda" else None
     return dict(peak_gib=peak), lp.detach().float(), h.grad.float(), w.grad.float()
 
 res, ref = {}, None
-for name, fn in [("full_fp32_logits", full), ("naive_chunks", naive_chunks), ("trl_chunked_recompute", trl_chunked), ("liger_fused", liger)]:
+for name, fn in [("full_fp32_logits", full), ("naive_chunks", naive_chunks), ("trl_chunked_recompute", trl_chunked),
+                 ("liger_fused", liger)]:
     try: r, lp, gh, gw = measure(fn)
-    except Exception as e: res[name] = dict(error=f"{type(e).__name__}: {str(e)[:200]}"); print(name, "unavailable:", res[name]["error"]); continue
+    except Exception as e:
+        res[name] = dict(error=f"{type(e).__name__}: {str(e)[:200]}")
+        print(name, "unavailable:", res[name]["error"])
+        continue
     if ref is None: ref = (lp, gh, gw)
     rel = lambda x, y: float((x - y).norm() / y.norm())
     r.update(logp_rel_err=rel(lp, ref[0]), grad_h_rel_err=rel(gh, ref[1]), grad_w_rel_err=rel(gw, ref[2]))
-    res[name] = r; print(name, r, flush=True)
+    res[name] = r
+    print(name, r, flush=True)
 base = res["full_fp32_logits"]["peak_gib"]
 for k, r in res.items():
     if base and r.get("peak_gib"): r["memory_ratio_vs_full"] = base / r["peak_gib"]

@@ -27,7 +27,8 @@ def worker(engine, tasks, new, preset, vllm_kw=None, engines=1):
     from mathworklog.engines import make_generator
     from mathworklog.models import load_tokenizer, model_path
     engines = engines if engine == "vllm" else 1          # a pool is of vLLM engines only
-    tok = load_tokenizer(preset=preset); path = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
+    tok = load_tokenizer(preset=preset)
+    path = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
     t0 = time.perf_counter()
     g = make_generator(path, tok, engine, batch_size=512, dtype="bfloat16" if torch.cuda.is_available() else "float32",
                        engines=engines, **((vllm_kw or {}) if engine == "vllm" else {}))
@@ -37,11 +38,13 @@ def worker(engine, tasks, new, preset, vllm_kw=None, engines=1):
         try:
             if engines == 1:
                 sc = g.llm.llm_engine.vllm_config.scheduler_config
-                info.update(in_process=g.in_process, max_num_seqs=sc.max_num_seqs, max_num_batched_tokens=sc.max_num_batched_tokens,
+                info.update(in_process=g.in_process, max_num_seqs=sc.max_num_seqs,
+                            max_num_batched_tokens=sc.max_num_batched_tokens,
                             mp_method=os.environ.get("VLLM_WORKER_MULTIPROC_METHOD"))
             info.update(vllm_kw=vllm_kw)
         except Exception as e: info["config_error"] = repr(e)[:200]
-        t0 = time.perf_counter(); g.generate(["Hello"] * 8 * engines, n=2, temperature=1.0, max_new_tokens=16, seed=0)          # warm-up
+        t0 = time.perf_counter()
+        g.generate(["Hello"] * 8 * engines, n=2, temperature=1.0, max_new_tokens=16, seed=0)          # warm-up
         info["warmup_s"] = round(time.perf_counter() - t0, 1)
     tell(talk, "info", info)
     for t in tasks:
@@ -54,7 +57,8 @@ def worker(engine, tasks, new, preset, vllm_kw=None, engines=1):
             t0 = time.perf_counter()
             g.generate(prompts[:g.batch_size // k], n=k, temperature=temp, max_new_tokens=new, seed=0)
             compile_s = time.perf_counter() - t0
-        if engine == "hf" and torch.cuda.is_available(): torch.cuda.reset_peak_memory_stats()   # not in vLLM's client process
+        if engine == "hf" and torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats()   # not in vLLM's client process
         tell(talk, "start", dict(info, task=task, questions=len(prompts), samples_per_question=k, max_new_tokens=new,
                                  request_seeds=t.get("request_seeds", False), tokens_if_complete=len(prompts) * k * new,
                                  wall_clock=time.time()))                   # a cut-off run still bounds its rate
@@ -67,16 +71,20 @@ def worker(engine, tasks, new, preset, vllm_kw=None, engines=1):
                  tokens_per_s=round(out.n_tokens / secs), engine_tokens_per_s=round(out.n_tokens / out.seconds))
         if engine == "hf":
             r.update(batch_rows=g.batch_size, first_batch_compile_s=round(compile_s, 1),
-                     peak_gib=round(torch.cuda.max_memory_allocated() / 2**30, 2) if torch.cuda.is_available() else None)
+                     peak_gib=(round(torch.cuda.max_memory_allocated() / 2**30, 2) if torch.cuda.is_available()
+                               else None))
         tell(talk, "result", r)
     if hasattr(g, "close"): g.close()
 
 def unfinished(messages, done: int, killed_at: float) -> dict | None:
-    "The task that was sampling when its worker was killed (the first started and not done), with an upper bound on its rate."
+    """The task that was sampling when its worker was killed (the first started and not done), with an upper bound on
+    its rate."""
     started = [p for kind, p in messages if kind == "start"]
     if len(started) <= done: return None                 # killed before the next task began sampling: nothing to bound
-    r = dict(started[done]); s = killed_at - r.pop("wall_clock")
-    return dict(r, completed=False, sampling_s_at_least=round(s, 1), tokens_per_s_upper_bound=math.ceil(r["tokens_if_complete"] / s),
+    r = dict(started[done])
+    s = killed_at - r.pop("wall_clock")
+    return dict(r, completed=False, sampling_s_at_least=round(s, 1),
+                tokens_per_s_upper_bound=math.ceil(r["tokens_if_complete"] / s),
                 bounds_how="the task's tokens if complete / the seconds from its generate call to the kill")
 
 def run_engine(engine, tasks, new, preset, limit, log, vllm_kw=None, engines=1):
@@ -100,44 +108,58 @@ def from_run(runs, chapter, backend="VLLMGenerator"):
         t = json.loads(info.read_text())
         if chapter == "presample" and t.get("backend") != backend: continue
         if chapter == "baseline" and meta.get("params", {}).get("backend") != "vllm": continue
-        cands.append((meta["created_at"], dict(engine=backend, task=chapter, run_id=meta["run_id"], questions=t.get("n_questions"),
-                                               samples_per_question=t.get("k", 1), tokens=t["tokens"], seconds=t["seconds"],
-                                               tokens_per_s=t["tokens_per_s"], source="the chapter's own run (notebook)")))
+        cands.append((meta["created_at"], dict(engine=backend, task=chapter, run_id=meta["run_id"],
+                                               questions=t.get("n_questions"), samples_per_question=t.get("k", 1),
+                                               tokens=t["tokens"], seconds=t["seconds"], tokens_per_s=t["tokens_per_s"],
+                                               source="the chapter's own run (notebook)")))
     return sorted(cands)[-1][1] if cands else None
 
 def key(r):
-    backend = r.get("backend") or ("vllm" if r["engine"] == "VLLMGenerator" else "hf")      # a GeneratorPool of vLLM engines is vLLM
+    # a GeneratorPool of vLLM engines is vLLM
+    backend = r.get("backend") or ("vllm" if r["engine"] == "VLLMGenerator" else "hf")
     return f"{r['task']}_{backend}" + ("_request_seeds" if r.get("request_seeds") else "")
 
 if __name__ == "__main__":
     import argparse
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--out", default=os.environ.get("OUT", "bench/results")); p.add_argument("--new", type=int, default=256)
+    p.add_argument("--out", default=os.environ.get("OUT", "bench/results"))
+    p.add_argument("--new", type=int, default=256)
     p.add_argument("--preset", default="gpu", help="gpu: the 0.5B shape; tiny: a CPU smoke run of the HF path")
-    p.add_argument("--from-runs", default=None, help="read the vLLM rows from these chapter runs instead of sampling again")
+    p.add_argument("--from-runs", default=None,
+                   help="read the vLLM rows from these chapter runs instead of sampling again")
     p.add_argument("--questions", type=int, default=0, help="presample questions for vLLM (0: all 7,473)")
     p.add_argument("--test-questions", type=int, default=0, help="baseline questions (0: all 1,319)")
     p.add_argument("--hf-questions", type=int, default=1024)
     p.add_argument("--seeded-questions", type=int, default=1024, help="vLLM presample subset with a seed per question")
     p.add_argument("--vllm-kw", type=json.loads, default={"compilation_config": {"max_cudagraph_capture_size": 1024}})
-    p.add_argument("--budget", type=float, default=float(os.environ["ITEM_LIMIT"]) - 20 if os.environ.get("ITEM_LIMIT") else 480,
+    p.add_argument("--budget", type=float,
+                   default=float(os.environ["ITEM_LIMIT"]) - 20 if os.environ.get("ITEM_LIMIT") else 480,
                    help="seconds for all workers (default: gpu_run.sh's item limit less 20 s)")
     p.add_argument("--hf-reserve", type=float, default=130, help="seconds of the budget kept for the HF worker")
-    p.add_argument("--engines", nargs="+", default=["vllm", "hf"]); p.add_argument("--worker", nargs=6, default=None)
-    p.add_argument("--vllm-engines", type=int, default=1, help="vLLM engines side by side (engines.GeneratorPool; 4 ran 3.1x one on the H200). The pool fixes each engine's KV cache "
-                   "(GeneratorPool.kv_share; --vllm-kw may set kv_cache_memory_bytes), so they start together: 4 with 16 GiB each were ready in 89 s, cold")
+    p.add_argument("--engines", nargs="+", default=["vllm", "hf"])
+    p.add_argument("--worker", nargs=6, default=None)
+    p.add_argument("--vllm-engines", type=int, default=1,
+                   help="vLLM engines side by side (engines.GeneratorPool; 4 ran 3.1x one on the H200). The pool fixes "
+                   "each engine's KV cache (GeneratorPool.kv_share; --vllm-kw may set kv_cache_memory_bytes), so they "
+                   "start together: 4 with 16 GiB each were ready in 89 s, cold")
     a = p.parse_args()
     if a.worker:
-        e, tasks, new, preset, kw, n = a.worker; worker(e, json.loads(tasks), int(new), preset, json.loads(kw), int(n)); sys.exit(0)
+        e, tasks, new, preset, kw, n = a.worker
+        worker(e, json.loads(tasks), int(new), preset, json.loads(kw), int(n))
+        sys.exit(0)
     kill_workers_on_stop()                                       # TERM or INT: the running worker's tree dies with us
     from mathworklog.files import atomic_write_text
-    T0 = time.perf_counter(); out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
+    T0 = time.perf_counter()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
     res = dict(workers={}, goal_tokens_per_s=100_000)
     def save():
         atomic_write_text(out/"presample_full.json", json.dumps(res, indent=2))
     # the short tasks first: on the H200 the full vLLM presample ran past its limit in every lease so far
+    # (the request-seeded task is left out for a pool: engine seeds only)
     plan = dict(vllm=[dict(task="baseline", n=a.test_questions, k=1), dict(task="presample", n=a.questions, k=8),
-                      dict(task="presample", n=a.seeded_questions, k=8, request_seeds=True)][:2 if a.vllm_engines > 1 else 3],   # a pool: engine seeds only
+                      dict(task="presample", n=a.seeded_questions, k=8,
+                           request_seeds=True)][:2 if a.vllm_engines > 1 else 3],
                 hf=[dict(task="presample", n=a.hf_questions, k=8), dict(task="baseline", n=a.test_questions, k=1)])
     for engine in a.engines:
         tasks = plan[engine]
@@ -151,25 +173,33 @@ if __name__ == "__main__":
                                       a.vllm_engines)
         done = sum(r.get("completed", True) for r in rows)
         res["workers"][engine] = dict(proc, info=info, tasks=tasks, done=done)
-        for r in rows: res[key(r)] = r; print(key(r), r, flush=True)
+        for r in rows:
+            res[key(r)] = r
+            print(key(r), r, flush=True)
         if done < len(tasks):
             print(f"{engine}: {done} of {len(tasks)} tasks done (rc {proc['rc']}, {proc['seconds']} s, "
-                  f"{'cut off at its ' + str(proc['limit_s']) + ' s limit' if proc['timed_out'] else 'failed'})", flush=True)
+                  f"{'cut off at its ' + str(proc['limit_s']) + ' s limit' if proc['timed_out'] else 'failed'})",
+                  flush=True)
             if proc["tail"]: print(proc["tail"][-800:], flush=True)
         save()
     for task in ("baseline", "presample"):
         v, h = res.get(f"{task}_vllm", {}), res.get(f"{task}_hf", {})
         if "tokens_per_s" in v and "tokens_per_s" in h:
             res[f"{task}_vllm_over_hf"] = round(v["tokens_per_s"] / h["tokens_per_s"], 3)
-            print(f"{task}: vLLM {v['tokens_per_s']:.0f} tok/s, HF fast path {h['tokens_per_s']:.0f} tok/s: vLLM {res[f'{task}_vllm_over_hf']:.2f}x")
+            print(f"{task}: vLLM {v['tokens_per_s']:.0f} tok/s, HF fast path {h['tokens_per_s']:.0f} tok/s: "
+                  f"vLLM {res[f'{task}_vllm_over_hf']:.2f}x")
     for k in ("presample_hf", "presample_vllm", "presample_vllm_request_seeds"):
-        if "tokens_per_s" in res.get(k, {}): res[k]["full_size_seconds_at_this_rate"] = round(7473 * 8 * a.new / res[k]["tokens_per_s"], 1)
-    if "tokens_per_s" in res.get("presample_vllm", {}) and "tokens_per_s" in res.get("presample_vllm_request_seeds", {}):
-        res["presample_vllm_engine_seed_over_request_seeds"] = round(res["presample_vllm"]["tokens_per_s"] / res["presample_vllm_request_seeds"]["tokens_per_s"], 3)
+        if "tokens_per_s" in res.get(k, {}):
+            res[k]["full_size_seconds_at_this_rate"] = round(7473 * 8 * a.new / res[k]["tokens_per_s"], 1)
+    if ("tokens_per_s" in res.get("presample_vllm", {})
+            and "tokens_per_s" in res.get("presample_vllm_request_seeds", {})):
+        res["presample_vllm_engine_seed_over_request_seeds"] = round(
+            res["presample_vllm"]["tokens_per_s"] / res["presample_vllm_request_seeds"]["tokens_per_s"], 3)
     import torch, importlib.util, importlib.metadata as md
     res.update(device=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu", preset=a.preset,
                versions={})
     for n in ("torch", "transformers", "vllm"):
         try: res["versions"][n] = md.version(n)
         except Exception: pass
-    save(); print(json.dumps({k: v for k, v in res.items() if k != "workers"}, indent=2))
+    save()
+    print(json.dumps({k: v for k, v in res.items() if k != "workers"}, indent=2))

@@ -46,7 +46,8 @@ def _cohort(s: dict) -> str:
 
 
 def grpo_controls(runs: dict) -> dict:
-    "The control of each cohort (`_cohort`): its first run at lr ≤ 1e-8, sampling like the others but learning nothing."
+    """The control of each cohort (`_cohort`): its first run at lr ≤ 1e-8, sampling like the others but learning
+    nothing."""
     out = {}
     for n, s in runs.items():
         if (s.get("lr") or 1) <= 1e-8:
@@ -66,7 +67,8 @@ def _paired_gap(a: list, b: list) -> dict:
 
 def grpo_part_gaps(runs: dict) -> list[dict]:
     """Which of the seven rewards moved: for every run that kept them per step (`reward_<name>`, unweighted), each one's
-    gap to its cohort's control (`_paired_gap`: mean ± s.e. over the steps after the first), with the control's mean."""
+    gap to its cohort's control (`_paired_gap`: mean ± s.e. over the steps after the first), with the control's
+    mean."""
     ctrls, rows = grpo_controls(runs), []
     for n, s in runs.items():
         ctrl = ctrls.get(_cohort(s))
@@ -182,8 +184,8 @@ def _presample_row(key: str, label: str, r: dict) -> str:
 def _notebook_row(r: dict) -> str:
     "Chapter 04's own notebook run at the worklog's size (papermill on the box)."
     return _row(f"04: {r['questions']:,} × {r['samples_per_question']}, chapter 04's notebook (the learning start: "
-                f"{r['tokens_per_sample']} tokens a sample)", f"vLLM × {r['engines']} engines", "—", _num(r["tokens"]),
-                _num(r["generation_seconds"], "{:.1f}"), _num(r["tokens_per_s"]))
+                f"{r['tokens_per_sample']} tokens a sample)", f"vLLM × {r['engines']} engines", "—",
+                _num(r["tokens"]), _num(r["generation_seconds"], "{:.1f}"), _num(r["tokens_per_s"]))
 
 
 @renders("presample_full.json", "bench/presample_full.py")
@@ -368,7 +370,8 @@ def cpu_engines_md(c: dict, folder: Path) -> list[str]:
     "CPU generation by engine at the tiny worklog's shapes, and the warm-up epilogue that decides the CPU default."
     eng, job = c.get("engines", {}), c.get("warmup_job", {})
     shapes = [s for s in ("grpo", "presample") if any(s in e for e in eng.values())]
-    head = [f"{s}: {(next(iter(eng.values()))[s]['samples'])} samples × ≤ {next(iter(eng.values()))[s]['max_new_tokens']}"
+    head = [f"{s}: {(next(iter(eng.values()))[s]['samples'])} samples × ≤ "
+            f"{next(iter(eng.values()))[s]['max_new_tokens']}"
             f" tokens, tok/s" for s in shapes]
     out = [f"CPU generation, preset `{c.get('preset')}`, {c.get('threads')} torch thread(s), vLLM "
            f"{c.get('versions', {}).get('vllm', '?')} (`import vllm` {_num(c.get('vllm_import_s'), '{:.1f}')} s; load "
@@ -376,7 +379,8 @@ def cpu_engines_md(c: dict, folder: Path) -> list[str]:
            _row("engine", "start s", *head, "warm-up epilogue s"), _rule(3 + len(shapes))]
     for name, e in eng.items():
         cells = [f"{_num(e[s]['tokens_per_s'])} ({e[s].get('vs_hf_generate', 1):.2f}×)" for s in shapes]
-        out.append(_row(name, _num(e.get("start_s"), "{:.1f}"), *cells, _num(job.get(name, {}).get("seconds"), "{:.1f}")))
+        out.append(_row(name, _num(e.get("start_s"), "{:.1f}"), *cells,
+                        _num(job.get(name, {}).get("seconds"), "{:.1f}")))
     fastest = c.get("fastest", {}).get("warmup_job")
     return out + ["", f"The warm-up epilogue (start, the test questions greedy and sampled, every training question "
                       f"presampled k times) finished first with `{fastest}`: the CPU default for evaluation and "

@@ -19,7 +19,8 @@ def update_rel_norm(model) -> float:
     for mod in model.modules():
         if hasattr(mod, "lora_A") and "default" in mod.lora_A:
             d = (mod.lora_B["default"].weight.double() @ mod.lora_A["default"].weight.double()) * mod.scaling["default"]
-            dn += float(d.norm() ** 2); wn += float(mod.base_layer.weight.detach().double().norm() ** 2)
+            dn += float(d.norm() ** 2)
+            wn += float(mod.base_layer.weight.detach().double().norm() ** 2)
     return math.sqrt(dn / wn)
 
 def main():
@@ -44,16 +45,21 @@ def main():
                 for n, p in m.named_parameters():
                     if "lora_B" in n: p.mul_(f)
             rel = update_rel_norm(m)
-            t0 = time.perf_counter(); drift = sync_drift(m, a.syncs, mode); secs = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            drift = sync_drift(m, a.syncs, mode)
+            secs = time.perf_counter() - t0
             rows.append(dict(dtype=dt, mode=mode or "unpatched", syncs=a.syncs, base_drift=drift, update_rel_norm=rel,
                              seconds_per_sync=round(secs / a.syncs, 3)))
-            print(rows[-1], flush=True); del m
+            print(rows[-1], flush=True)
+            del m
     by = {(r["dtype"], r["mode"]): r["base_drift"] for r in rows}
     res = dict(rows=rows, model=str(path).rsplit("/", 1)[-1], lora_r=16, update_rel_target=a.update_rel,
-               note="100 passes of TRL 1.16's real _iter_named_params over a PEFT LoRA model; drift of the base weights, float64")
+               note="100 passes of TRL 1.16's real _iter_named_params over a PEFT LoRA model; drift of the base "
+                    "weights, float64")
     if ("bfloat16", "clone") in by and ("bfloat16", "out_of_place") in by:
         res["bf16_clone_vs_out_of_place"] = [by[("bfloat16", "clone")], by[("bfloat16", "out_of_place")]]
-        print(f"bf16 drift after {a.syncs} syncs: clone fix {by[('bfloat16', 'clone')]:.3g}, out of place {by[('bfloat16', 'out_of_place')]:.3g}")
+        print(f"bf16 drift after {a.syncs} syncs: clone fix {by[('bfloat16', 'clone')]:.3g}, "
+              f"out of place {by[('bfloat16', 'out_of_place')]:.3g}")
     save(a, "sync_leak", res, quiet=True)
 
 if __name__ == "__main__": main()

@@ -6,9 +6,11 @@ SHARED = ROOT.parent / "shared" / "data"
 # point at ../shared's copies when they exist (CI has them) unless MATHWORKLOG_NO_SHARED=1 (a fresh clone's view);
 # otherwise the code falls back by itself
 if os.environ.get("MATHWORKLOG_NO_SHARED") == "1": SHARED = ROOT / "no-shared"
-if (SHARED / "qwen2.5-tokenizer").exists(): os.environ.setdefault("MATHWORKLOG_TOKENIZER", str(SHARED / "qwen2.5-tokenizer"))
+if (SHARED / "qwen2.5-tokenizer").exists():
+    os.environ.setdefault("MATHWORKLOG_TOKENIZER", str(SHARED / "qwen2.5-tokenizer"))
 if (SHARED / "gsm8k").exists(): os.environ.setdefault("MATHWORKLOG_GSM8K", str(SHARED / "gsm8k"))
 os.environ.setdefault("MATHWORKLOG_RUNS", tempfile.mkdtemp(prefix="mwl-runs-"))
-os.environ.setdefault("MATHWORKLOG_CPU_THREADS", "1")   # see core.cpu_threads: 2 threads per process on 2 busy cores thrash
+# see core.cpu_threads: 2 threads per process on 2 busy cores thrash
+os.environ.setdefault("MATHWORKLOG_CPU_THREADS", "1")
 from mathworklog.settings import cpu_threads
 cpu_threads()

@@ -9,7 +9,8 @@ def wait(out: str, secs: float = 120):
         with open(f"{out}/term.json", "w") as f: json.dump(dict(pid=os.getpid(), args_exists=os.path.exists(args)), f)
         os._exit(0)
     signal.signal(signal.SIGTERM, on_term)
-    with open(f"{out}/pid.json.tmp", "w") as f: json.dump(dict(pid=os.getpid(), ppid=os.getppid(), helper=helper.pid, args=args), f)
+    with open(f"{out}/pid.json.tmp", "w") as f:
+        json.dump(dict(pid=os.getpid(), ppid=os.getppid(), helper=helper.pid, args=args), f)
     os.replace(f"{out}/pid.json.tmp", f"{out}/pid.json")
     time.sleep(secs)
     return {}

@@ -5,7 +5,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[1]/"bench"
 sys.path.insert(0, str(BENCH))
-import report                                                                     # noqa: E402  (bench/ is not a package)
+import report                                                      # noqa: E402  (bench/ is not a package)
 from report import grpo_part_gaps, measured_markdown                              # noqa: E402
 
 
@@ -66,7 +66,8 @@ def test_grpo_part_gaps_name_the_reward_that_moved():
 
 
 def test_presample_rows_pool_unfinished_and_notebook(tmp_path):
-    "A pool's row names its engines; an unfinished run its bound; a notebook run without tokens and absent rows are left out."
+    """A pool's row names its engines; an unfinished run its bound; a notebook run without tokens and absent rows are
+    left out."""
     pool = dict(engines=4, questions=7473, samples_per_question=8, completed=False, tokens_per_s_upper_bound=104100)
     notebook = [dict(questions=7473, samples_per_question=8, seconds_with_scoring=72),              # no tokens: no row
                 dict(questions=7473, samples_per_question=8, tokens=5_776_141, tokens_per_sample=97, engines=4,
@@ -74,7 +75,8 @@ def test_presample_rows_pool_unfinished_and_notebook(tmp_path):
     (tmp_path/"presample_full.json").write_text(json.dumps({"presample_vllm_pool": pool,
                                                              "a_session": {"chapter04_notebook": notebook}}))
     md = measured_markdown(tmp_path)
-    assert ("| 04: 7,473 × 8, chapter 04's notebook (the learning start: 97 tokens a sample) | vLLM × 4 engines | — "
+    assert ("| 04: 7,473 × 8, chapter 04's notebook (the learning start: 97 tokens a sample) "
+            "| vLLM × 4 engines | — "
             "| 5,776,141 | 51.9 | 111,290 |") in md, md
     assert md.count("chapter 04's notebook") == 1, md
     assert ("| 04: 7,473 × 8 | vLLM × 4 engines | not measured | not measured | not measured "

@@ -13,7 +13,9 @@ from mathworklog.grpo import train_grpo
 from mathworklog.engines import VLLMServer, choose_engine
 from mathworklog.runs import read_metrics
 
-STANDIN = [sys.executable, "-c", "import http.server,sys\nclass H(http.server.BaseHTTPRequestHandler):\n def do_GET(s): s.send_response(200); s.end_headers()\n def log_message(*a): pass\nhttp.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()"]
+STANDIN = [sys.executable, "-c", "import http.server,sys\nclass H(http.server.BaseHTTPRequestHandler):\n"
+           " def do_GET(s): s.send_response(200); s.end_headers()\n def log_message(*a): pass\n"
+           "http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()"]
 
 def test_server_cleaned_up_when_trainer_fails():
     port = free_port()
@@ -25,12 +27,14 @@ def test_server_cleaned_up_when_trainer_fails():
     assert srv.proc.poll() is not None and free_port(port=port) == port
 
 def test_server_early_exit_is_a_clear_error():
-    srv = VLLMServer("unused", port=free_port(), cmd=[sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"], timeout=30)
+    srv = VLLMServer("unused", port=free_port(), cmd=[sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"],
+                     timeout=30)
     with pytest.raises(RuntimeError, match="exited with code 3"): srv.start()
 
 def test_rollout_mode_errors_never_hang():
     with pytest.raises(Exception, match="needs vLLM"): choose_engine("rollout", "server", n_gpus=2, has_vllm=False)
-    with pytest.raises(RuntimeError, match="at least 2 GPUs"): choose_engine("rollout", "server", n_gpus=1, has_vllm=True)
+    with pytest.raises(RuntimeError, match="at least 2 GPUs"):
+        choose_engine("rollout", "server", n_gpus=1, has_vllm=True)
 
 def test_grpo_records_and_resumes(tmp_path):
     tok = preset_tokenizer("tiny")
@@ -41,7 +45,8 @@ def test_grpo_records_and_resumes(tmp_path):
               max_completion_length=8, lora_r=4, save_steps=1)
     a = train_grpo(steps=2, **kw)
     assert a["steps"] == 2 and (run.path / "checkpoints" / "checkpoint-2" / "mathworklog_run.json").exists()
-    assert json.loads((run.path / "checkpoints" / "checkpoint-2" / "mathworklog_run.json").read_text())["run_id"] == run.id
+    assert json.loads(
+        (run.path / "checkpoints" / "checkpoint-2" / "mathworklog_run.json").read_text())["run_id"] == run.id
     b = train_grpo(steps=3, resume=True, **kw)
     assert b["resumed_from"].endswith("checkpoint-2") and b["steps"] == 3
     m = read_metrics(run.path)
@@ -55,7 +60,8 @@ def test_grpo_records_and_resumes(tmp_path):
 def test_grpo_with_rollout_engine_evaluates_and_resumes(tmp_path):
     "The RolloutEngine path (what a GPU runs) on the CPU: training, evaluation on the copy, resume."
     tok = preset_tokenizer("tiny")
-    recs = prepare(load_gsm8k("train", n=4)); test = prepare(load_gsm8k("test", n=2))
+    recs = prepare(load_gsm8k("train", n=4))
+    test = prepare(load_gsm8k("test", n=2))
     run = new_run("grpo", "tiny", root=tmp_path)
     kw = dict(model_path=model_path("tiny", tok, "tiny"), records=recs, run_dir=str(run.path), prompts_per_step=2,
               num_generations=2, max_completion_length=8, lora_r=4, save_steps=1, fast_generation=True,

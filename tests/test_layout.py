@@ -1,5 +1,5 @@
-"""The library's layout holds: modules import only modules whose notebooks come before theirs (so there is no cycle and no
-chapter imports a later chapter), the process module runs without site-packages, and the notebooks' code keeps the
+"""The library's layout holds: modules import only modules whose notebooks come before theirs (so there is no cycle and
+no chapter imports a later chapter), the process module runs without site-packages, and the notebooks' code keeps the
 house style (lines of at most 120 characters, no `;` statement chains)."""
 import ast, io, json, re, subprocess, sys, tokenize
 from pathlib import Path

@@ -1,4 +1,5 @@
-"The README's measured figures are the committed outputs of index.ipynb's `#| echo: false` cells: they must equal what those cells compute now from bench/."
+"""The README's measured figures are the committed outputs of index.ipynb's `#| echo: false` cells: they must equal
+what those cells compute now from bench/."""
 import json, os
 from pathlib import Path
 from IPython.display import Markdown
@@ -13,10 +14,13 @@ def test_index_outputs_match_bench_json():
     os.chdir(ROOT/"nbs")                                   # the cells read ../bench/… as the notebook does
     try:
         for c in cells:
-            src = "".join(c["source"]); *body, last = src.strip().splitlines()
+            src = "".join(c["source"])
+            *body, last = src.strip().splitlines()
             exec("\n".join(body), ns)
             now = eval(last, ns)
-            stored = "".join(next(o["data"]["text/markdown"] for o in c["outputs"] if "text/markdown" in o.get("data", {})))
+            stored = "".join(next(o["data"]["text/markdown"] for o in c["outputs"]
+                                  if "text/markdown" in o.get("data", {})))
             assert isinstance(now, Markdown) and now.data.strip() == stored.strip(), \
-                "index.ipynb's outputs are stale against bench/: re-execute nbs/index.ipynb, then python tools/readme.py"
+                ("index.ipynb's outputs are stale against bench/: re-execute nbs/index.ipynb, "
+                 "then python tools/readme.py")
     finally: os.chdir(cwd)

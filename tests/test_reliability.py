@@ -12,14 +12,16 @@ from mathworklog.runs import (Run, RunRefusedError, NonFiniteRunError, find_runs
                               stop_if_nan)
 from mathworklog.procs import free_port, launch, pid_alive
 from mathworklog.models import load_tokenizer, model_from, model_path
-from mathworklog.data import require_gsm8k, grade, lenient_answers, parse_number, strict_answer, load_gsm8k, prepare, preset_tokenizer
+from mathworklog.data import (require_gsm8k, grade, lenient_answers, parse_number, strict_answer, load_gsm8k, prepare,
+                              preset_tokenizer)
 from mathworklog.rewards import REWARD_FUNCS
 from mathworklog.engines import VLLMServer
 from mathworklog.grpo import GRPOSettings, train_grpo
 from mathworklog.runs import latest_checkpoint, read_metrics
 
 HERE = Path(__file__).resolve().parent
-GRANDCHILD = ("import subprocess, sys, time\n"                 # a server whose command starts a grandchild, as vLLM's does
+# a server whose command starts a grandchild, as vLLM's does
+GRANDCHILD = ("import subprocess, sys, time\n"
               "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
               "open(sys.argv[1], 'w').write(str(g.pid))\n")
 SERVE = ("import http.server\n"
@@ -42,11 +44,13 @@ def gone(*pids, within=10.0) -> bool:
 
 @pytest.fixture(scope="module", autouse=True)
 def small_vocabulary():
-    "The offline fallback tokenizer (hundreds of tokens, not 151,665): the same code paths, a GRPO step in about a second."
+    """The offline fallback tokenizer (hundreds of tokens, not 151,665): the same code paths, a GRPO step in about a
+    second."""
     from mathworklog.models import fallback_tokenizer
     folder = fallback_tokenizer().name_or_path                  # its cache folder's name holds a hash of its text
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MATHWORKLOG_TOKENIZER", folder); yield
+        mp.setenv("MATHWORKLOG_TOKENIZER", folder)
+        yield
 
 @pytest.fixture(scope="module")
 def tiny():
@@ -56,38 +60,49 @@ def tiny():
 # ---------------------------------------------------------------- server
 
 def test_server_sigint_during_start_leaves_no_process(tmp_path):
-    "Ctrl-C while start() waits for /health/ used to leave the server (and its grandchild) holding the GPU and the port."
-    srv = VLLMServer("x", port=free_port(), cmd=[sys.executable, "-c", GRANDCHILD + "time.sleep(120)", str(tmp_path/"g")], timeout=60)
+    """Ctrl-C while start() waits for /health/ used to leave the server (and its grandchild) holding the GPU and the
+    port."""
+    srv = VLLMServer("x", port=free_port(),
+                     cmd=[sys.executable, "-c", GRANDCHILD + "time.sleep(120)", str(tmp_path/"g")], timeout=60)
     def interrupt(*_): raise KeyboardInterrupt
     old = signal.signal(signal.SIGALRM, interrupt)
     def arm():                                                  # interrupt once the grandchild exists
-        read_when_written(tmp_path/"g"); signal.setitimer(signal.ITIMER_REAL, 0.3)
+        read_when_written(tmp_path/"g")
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
     threading.Thread(target=arm, daemon=True).start()
     try:
         with pytest.raises(KeyboardInterrupt): srv.start()
-    finally: signal.setitimer(signal.ITIMER_REAL, 0); signal.signal(signal.SIGALRM, old)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
     assert gone(srv.proc.pid, int((tmp_path/"g").read_text()), within=1)
 
 def test_server_owner_killed_during_with_leaves_no_process(tmp_path):
     "SIGKILL of the process that owns `with srv:` used to leave the server running."
     r, w = os.pipe()
-    owner = os.fork()                                           # the owner: a copy of this process (no re-import of torch)
+    owner = os.fork()                                   # the owner: a copy of this process (no re-import of torch)
     if owner == 0:
         try:
-            os.close(r); port = free_port()
-            with VLLMServer("x", port=port, cmd=[sys.executable, "-c", GRANDCHILD + SERVE, str(tmp_path/"g"), str(port)], timeout=60) as s:
-                os.write(w, f"{s.proc.pid}\n".encode()); time.sleep(120)
+            os.close(r)
+            port = free_port()
+            with VLLMServer("x", port=port,
+                            cmd=[sys.executable, "-c", GRANDCHILD + SERVE, str(tmp_path/"g"), str(port)],
+                            timeout=60) as s:
+                os.write(w, f"{s.proc.pid}\n".encode())
+                time.sleep(120)
         finally: os._exit(0)
     os.close(w)
     with os.fdopen(r) as f: leader = int(f.readline())
     grandchild = int(read_when_written(tmp_path/"g"))
     assert pid_alive(leader) and pid_alive(grandchild)
-    os.kill(owner, signal.SIGKILL); os.waitpid(owner, 0)
+    os.kill(owner, signal.SIGKILL)
+    os.waitpid(owner, 0)
     assert gone(leader, grandchild, within=5)
 
 def test_server_leader_exits_early_its_group_is_killed(tmp_path):
     "When the leader exited early, stop() returned without killing its process group: a grandchild lived on."
-    srv = VLLMServer("x", port=free_port(), cmd=[sys.executable, "-c", GRANDCHILD + "sys.exit(3)", str(tmp_path/"g")], timeout=30)
+    srv = VLLMServer("x", port=free_port(), cmd=[sys.executable, "-c", GRANDCHILD + "sys.exit(3)", str(tmp_path/"g")],
+                     timeout=30)
     with pytest.raises(RuntimeError, match="exited with code 3"): srv.start()
     assert gone(int(read_when_written(tmp_path/"g")), within=1)
 
@@ -96,10 +111,12 @@ def test_server_launch_interrupt_kills_the_tree_before_removing_its_tempdir(tmp_
     import mathworklog
     pp = os.pathsep.join([str(HERE), str(Path(mathworklog.__file__).parent.parent), os.environ.get("PYTHONPATH", "")])
     def interrupter():
-        read_when_written(tmp_path/"pid.json", 120); time.sleep(0.3)
+        read_when_written(tmp_path/"pid.json", 120)
+        time.sleep(0.3)
         os.kill(os.getpid(), signal.SIGINT)                     # what a notebook's "interrupt kernel" sends
     threading.Thread(target=interrupter, daemon=True).start()
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)   # Ctrl-C raises here, whatever an earlier test installed
+    # Ctrl-C raises here, whatever an earlier test installed
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt), contextlib.redirect_stdout(io.StringIO()):
             launch("launch_worker:wait", dict(out=str(tmp_path)), num_processes=2, env={"PYTHONPATH": pp}, grace=10)
@@ -111,10 +128,13 @@ def test_server_launch_interrupt_kills_the_tree_before_removing_its_tempdir(tmp_
 
 def test_server_health_check_ignores_proxy(monkeypatch):
     "A proxy variable sent the loopback health check through the proxy: the server never looked healthy."
-    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{free_port()}"); monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")
-    monkeypatch.delenv("no_proxy", raising=False); monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
     port = free_port()
-    with VLLMServer("x", port=port, cmd=[sys.executable, "-c", "import sys\n" + SERVE, "-", str(port)], timeout=10) as s:
+    with VLLMServer("x", port=port, cmd=[sys.executable, "-c", "import sys\n" + SERVE, "-", str(port)],
+                    timeout=10) as s:
         assert s.healthy()
 
 def test_server_leaks_no_descriptor(tmp_path):
@@ -125,23 +145,27 @@ def test_server_leaks_no_descriptor(tmp_path):
     assert fds() == n0
     port = free_port()
     for _ in range(2):
-        with VLLMServer("x", port=port, cmd=[sys.executable, "-c", "import sys\n" + SERVE, "-", str(port)], timeout=10): pass
+        with VLLMServer("x", port=port, cmd=[sys.executable, "-c", "import sys\n" + SERVE, "-", str(port)],
+                        timeout=10): pass
     assert fds() == n0
 
 # ---------------------------------------------------------------- rewards
 
 MB = 1_000_000
 ADVERSARIAL = {"<SOLUTION>*N": "<SOLUTION>" * (MB // 10), "<start_working_out>*N": "<start_working_out>" * (MB // 19),
-               "digits": "1" * MB, "'1 '*N": "1 " * (MB // 2), "commas": "," * MB, "'1,'*N": "1," * (MB // 2), "'$'*N": "$" * MB,
-               "'- 1'*N": "- 1" * (MB // 3), "'\\boxed{'*N": "\\boxed{" * (MB // 7), "'####\\n'*N": "####\n" * (MB // 5),
+               "digits": "1" * MB, "'1 '*N": "1 " * (MB // 2), "commas": "," * MB, "'1,'*N": "1," * (MB // 2),
+               "'$'*N": "$" * MB, "'- 1'*N": "- 1" * (MB // 3), "'\\boxed{'*N": "\\boxed{" * (MB // 7),
+               "'####\\n'*N": "####\n" * (MB // 5),
                "mixed": ("<SOLUTION>1,</SOLUTION><start_working_out>$ 3 \\boxed{7 ####9," * 20_000)[:MB]}
 
 def test_rewards_linear_time_on_1mb():
-    "1 MB of '<SOLUTION>' did not finish in 300 s (quadratic regex); '<start_working_out>' repeated hit step_check the same way."
+    """1 MB of '<SOLUTION>' did not finish in 300 s (quadratic regex); '<start_working_out>' repeated hit step_check the
+    same way."""
     worst = {}
     for name, text in ADVERSARIAL.items():
         for f in REWARD_FUNCS:
-            t0 = time.perf_counter(); f(completions=[text], answer=["1000"], steps=[["24", "1"]])
+            t0 = time.perf_counter()
+            f(completions=[text], answer=["1000"], steps=[["24", "1"]])
             worst[(name, f.__name__)] = time.perf_counter() - t0
     slowest = max(worst, key=worst.get)
     assert worst[slowest] < 1.0, (slowest, worst[slowest])
@@ -152,11 +176,13 @@ def test_rewards_ascii_digits_only():
     assert grade("<SOLUTION>٣</SOLUTION>", 3) == dict(lenient=False, strict=False, format=False, exact=False)
     c = grade("<SOLUTION>1 000</SOLUTION>", 1000)                 # spaces inside a number: neither strict nor lenient
     assert (c["strict"], c["lenient"]) == (False, False)
-    assert grade("<SOLUTION>$1,000.</SOLUTION>", 1000)["strict"] and grade("<SOLUTION>$1,000.</SOLUTION>", 1000)["lenient"]
+    assert (grade("<SOLUTION>$1,000.</SOLUTION>", 1000)["strict"]
+            and grade("<SOLUTION>$1,000.</SOLUTION>", 1000)["lenient"])
 
 def test_rewards_lenient_accepts_what_strict_accepts():
     from hypothesis import given, settings, strategies as st, HealthCheck
-    bits = st.sampled_from(["<SOLUTION>", "</SOLUTION>", " ", "\n", "1", "72", "1,000", "$", "-", ".", "1 000", "٣", "x", "0.5", "\t"])
+    bits = st.sampled_from(["<SOLUTION>", "</SOLUTION>", " ", "\n", "1", "72", "1,000", "$", "-", ".", "1 000", "٣",
+                            "x", "0.5", "\t"])
     @settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.lists(bits, max_size=12).map("".join))
     def prop(t):
@@ -168,18 +194,24 @@ def test_rewards_lenient_accepts_what_strict_accepts():
 
 def test_run_folders_reader_never_misses_run_during_meta_write(tmp_path):
     "meta.json was rewritten in place: a reader during a write found no run (10,727 of 26,561 reads)."
-    r = new_run("demo", root=tmp_path); big = {f"k{i}": "x" * 100 for i in range(2000)}
+    r = new_run("demo", root=tmp_path)
+    big = {f"k{i}": "x" * 100 for i in range(2000)}
     stop, errors = threading.Event(), []
     def writer():
         while not stop.is_set():
             try: r.update_meta(results=big)
             except Exception as e: errors.append(e)
-    t = threading.Thread(target=writer); t.start()
-    reads = missed = 0; t0 = time.monotonic()
+    t = threading.Thread(target=writer)
+    t.start()
+    reads = missed = 0
+    t0 = time.monotonic()
     try:
         while time.monotonic() - t0 < 1.0:
-            reads += 1; missed += len(find_runs("demo", root=tmp_path)) != 1
-    finally: stop.set(); t.join()
+            reads += 1
+            missed += len(find_runs("demo", root=tmp_path)) != 1
+    finally:
+        stop.set()
+        t.join()
     assert reads > 50 and missed == 0 and not errors
 
 def test_run_folders_crash_mid_write_keeps_run(tmp_path):
@@ -191,10 +223,13 @@ def test_run_folders_crash_mid_write_keeps_run(tmp_path):
         r = new_run("demo", root=tmp_path/str(trial))
         p = subprocess.Popen([sys.executable, "-c", code, str(r.path)], stdout=subprocess.PIPE, text=True)
         try:
-            p.stdout.readline(); end = time.monotonic() + 30
+            p.stdout.readline()
+            end = time.monotonic() + 30
             while time.monotonic() < end and not list(r.path.glob(".meta.json.tmp*")): pass   # a write is under way
             p.kill()
-        finally: p.wait(); p.stdout.close()
+        finally:
+            p.wait()
+            p.stdout.close()
         left = list(r.path.glob(".meta.json.tmp*"))
         if not left:                                      # the kill may land between writes: leave a torn one ourselves
             (r.path/".meta.json.tmp-1-deadbeef").write_text('{"run_id": "torn", "chapter": "de')
@@ -205,9 +240,11 @@ def test_run_folders_crash_mid_write_keeps_run(tmp_path):
 
 def test_run_folders_malformed_meta_is_skipped_by_name(tmp_path):
     "A malformed meta.json broke every find_runs."
-    good = new_run("demo", root=tmp_path); good.update_meta(status="done")
+    good = new_run("demo", root=tmp_path)
+    good.update_meta(status="done")
     for i, text in enumerate(["[]", "{broken", '{"status": "done"}', ""]):
-        (tmp_path/f"demo-bad{i}").mkdir(); (tmp_path/f"demo-bad{i}"/"meta.json").write_text(text)
+        (tmp_path/f"demo-bad{i}").mkdir()
+        (tmp_path/f"demo-bad{i}"/"meta.json").write_text(text)
     with pytest.warns(UserWarning) as w:
         assert [r.id for r in find_runs(root=tmp_path)] == [good.id]
     assert {re.search(r"demo-bad\d", str(x.message)).group() for x in w} == {f"demo-bad{i}" for i in range(4)}
@@ -224,7 +261,8 @@ def test_run_folders_two_processes_build_tiny_model(tmp_path):
     env = {**os.environ, "MATHWORKLOG_CACHE": str(tmp_path/"cache")}
     ps = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path/"go")], env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    time.sleep(3); (tmp_path/"go").write_text("go")
+    time.sleep(3)
+    (tmp_path/"go").write_text("go")
     res = [p.communicate(timeout=300) for p in ps]
     assert [p.returncode for p in ps] == [0, 0], [e[-500:] for _, e in res]
     assert res[0][0] == res[1][0]                                           # the same folder for both
@@ -242,14 +280,17 @@ class NaNGradients(TrainerCallback):
             if p.requires_grad: p.register_hook(lambda g: g * float("nan"))
 
 def test_nan_guard_grpo_eval_never_samples_nan_weights(tmp_path, tiny):
-    "GRPO with evaluation on: EvalCallback sampled from NaN weights before the guard ran and crashed in torch's sampler."
+    """GRPO with evaluation on: EvalCallback sampled from NaN weights before the guard ran and crashed in torch's
+    sampler."""
     tok, base = tiny
     run = new_run("grpo", "tiny", root=tmp_path)
-    res = train_grpo(base, prepare(load_gsm8k("train", n=4)), str(run.path), steps=3, prompts_per_step=2, num_generations=2,
-                     max_completion_length=4, lora_r=4, save_steps=1, eval_records=prepare(load_gsm8k("test", n=2)),
+    res = train_grpo(base, prepare(load_gsm8k("train", n=4)), str(run.path), steps=3, prompts_per_step=2,
+                     num_generations=2, max_completion_length=4, lora_r=4, save_steps=1,
+                     eval_records=prepare(load_gsm8k("test", n=2)),
                      eval_every=1, eval_k=1, eval_batch_size=4, callbacks=[NaNGradients()])
     assert res["nan_step"] == 1 and res["steps"] == 1 and res["final_eval"] is None and res["model_dir"] is None
-    assert not list((run.path/"checkpoints").glob("checkpoint-*")) and not (run.path/"eval").exists()   # no save, no sampling
+    # no save, no sampling
+    assert not list((run.path/"checkpoints").glob("checkpoint-*")) and not (run.path/"eval").exists()
     with pytest.raises(NonFiniteRunError, match="status='nan'"): stop_if_nan(run, res)
     assert run.meta["status"] == "nan"
 
@@ -257,20 +298,24 @@ def test_nan_guard_opd_skips_reverse_kl(tmp_path, tiny):
     "OPD: reverse_kl after the guard fired raised the same sampling error."
     from mathworklog.opd import train_opd
     tok, base = tiny
-    res = train_opd(base, model_path("tiny-teacher", tok, "tiny"), prepare(load_gsm8k("train", n=2)), str(tmp_path/"opd"),
+    res = train_opd(base, model_path("tiny-teacher", tok, "tiny"), prepare(load_gsm8k("train", n=2)),
+                    str(tmp_path/"opd"),
                     dict(steps=3, lr=1e-3, batch=2, max_new_tokens=4, kl_n=2), callbacks=[NaNGradients()])
     assert res["nan_step"] == 1 and res["kl_after"] is None and res["model_dir"] is None and res["kl_before"] >= 0
 
 def test_nan_guard_run_marked_nan_and_refused(tmp_path, monkeypatch):
     "A run that hit NaN was marked `done`, so chapter 09 would average it."
     monkeypatch.setenv("MATHWORKLOG_RUNS", str(tmp_path))
-    ok = new_run("grpo"); ok.update_meta(status="done")
-    bad = new_run("grpo"); (bad.path/"model").mkdir()
+    ok = new_run("grpo")
+    ok.update_meta(status="done")
+    bad = new_run("grpo")
+    (bad.path/"model").mkdir()
     with pytest.raises(NonFiniteRunError): stop_if_nan(bad, dict(nan_step=4, nan_what=["loss"]))
     assert bad.meta["status"] == "nan" and latest_run("grpo").id == ok.id
     with pytest.raises(RunRefusedError, match=f"run {bad.id} has status 'nan'"): resolve_run(bad.id, "grpo")
     with pytest.raises(RunRefusedError, match=f"run {bad.id} has status 'nan'"): model_from(bad.id)
-    assert resolve_run(bad.id, "grpo", allow_nan=True).id == bad.id          # explicitly, to resume it from before the NaN
+    # explicitly, to resume it from before the NaN
+    assert resolve_run(bad.id, "grpo", allow_nan=True).id == bad.id
 
 # ---------------------------------------------------------------- resume
 
@@ -282,11 +327,13 @@ def test_resume_falls_back_past_torn_checkpoints(tmp_path, tiny, capsys):
               num_generations=2, max_completion_length=4, lora_r=4, save_steps=1)
     train_grpo(steps=2, **kw)
     c = run.path/"checkpoints"
-    w = c/"checkpoint-2"/"adapter_model.safetensors"; w.write_bytes(w.read_bytes()[: w.stat().st_size // 2])   # truncated adapter
-    shutil.copytree(c/"checkpoint-1", c/"checkpoint-3"); (c/"checkpoint-3"/"trainer_state.json").unlink()       # no trainer state
-    (c/"checkpoint-4").mkdir()                                                                                  # empty folder
-    shutil.copytree(c/"checkpoint-1", c/"checkpoint-7.tmp")                                                     # half-renamed
-    with open(run.path/"metrics.jsonl", "a") as f: f.write('{"step": 3, "lo')                                   # torn last line
+    w = c/"checkpoint-2"/"adapter_model.safetensors"
+    w.write_bytes(w.read_bytes()[: w.stat().st_size // 2])   # truncated adapter
+    shutil.copytree(c/"checkpoint-1", c/"checkpoint-3")
+    (c/"checkpoint-3"/"trainer_state.json").unlink()       # no trainer state
+    (c/"checkpoint-4").mkdir()                                                          # empty folder
+    shutil.copytree(c/"checkpoint-1", c/"checkpoint-7.tmp")                             # half-renamed
+    with open(run.path/"metrics.jsonl", "a") as f: f.write('{"step": 3, "lo')           # torn last line
     parts = sorted(p.name for p in (run.path/"rollouts").glob("step-*.parquet"))
     assert Path(latest_checkpoint(run.path)).name == "checkpoint-1"
     out = capsys.readouterr().out
@@ -294,16 +341,19 @@ def test_resume_falls_back_past_torn_checkpoints(tmp_path, tiny, capsys):
     with pytest.warns(UserWarning, match="torn last line"): b = train_grpo(steps=2, resume=True, **kw)
     assert Path(b["resumed_from"]).name == "checkpoint-1" and b["steps"] == 2 and b["model_dir"]
     m = read_metrics(run.path)
-    assert m[m["reward"].notna()].step.tolist() == [1, 2]                     # continued from 1, no duplicate, no torn line
+    assert m[m["reward"].notna()].step.tolist() == [1, 2]             # continued from 1, no duplicate, no torn line
     assert sorted(pd.read_parquet(run.path/"rollouts.parquet").step.unique()) == [1, 2]
-    assert sorted(p.name for p in (run.path/"rollouts").iterdir()) == parts   # step 2's part: superseded, rewritten, then dropped
-    assert sorted(re.sub(r"-[0-9T]+$", "", p.name) for p in c.glob("torn-*")) == [f"torn-checkpoint-{n}" for n in (2, 3, 4)]
+    # step 2's part: superseded, rewritten, then dropped
+    assert sorted(p.name for p in (run.path/"rollouts").iterdir()) == parts
+    assert (sorted(re.sub(r"-[0-9T]+$", "", p.name) for p in c.glob("torn-*"))
+            == [f"torn-checkpoint-{n}" for n in (2, 3, 4)])
 
 def test_resume_torn_metrics_line_is_skipped(tmp_path):
     "A torn last line of metrics.jsonl raised."
     (tmp_path/"metrics.jsonl").write_text('{"step": 1, "loss": 0.5}\n{"step": 2, "loss": 0.4}\n{"step": 3, "lo')
     with pytest.warns(UserWarning, match="torn last line 3"): assert read_metrics(tmp_path).step.tolist() == [1, 2]
-    (tmp_path/"metrics.jsonl").write_text('{"step": 1}\n{"ste\n{"step": 3}\n')        # corrupt in the middle: an error, named
+    # corrupt in the middle: an error, named
+    (tmp_path/"metrics.jsonl").write_text('{"step": 1}\n{"ste\n{"step": 3}\n')
     with pytest.raises(ValueError, match="metrics.jsonl:2"): read_metrics(tmp_path)
 
 # ---------------------------------------------------------------- parameters
@@ -322,29 +372,36 @@ def test_parameters_grpo_and_server_ranges(tmp_path):
     "gpu_memory_utilization=1.5, a negative port, an unknown is_mode, prompts_per_step=0 were accepted."
     cases = {"gpu_memory_utilization": (1.5, "in (0, 1]"), "server_port": (-1, "in [1, 65535]"),
              "is_mode": ("magic", "'token_truncate', 'token_mask', 'sequence_truncate', 'sequence_mask'"),
-             "prompts_per_step": (0, "≥ 1"), "num_generations": (1, "≥ 2"), "lr": (0.0, "> 0"), "steps": (0, "≥ 1")}
+             "prompts_per_step": (0, "≥ 1"), "num_generations": (1, "≥ 2"), "lr": (0.0, "> 0"),
+             "steps": (0, "≥ 1")}
     for name, (value, allowed) in cases.items():
         with pytest.raises(ValueError, match=re.escape(f"{name}={value!r} is not allowed: {name} must be")) as e:
             GRPOSettings(**({"steps": 5} | {name: value}))
         assert allowed in str(e.value)
     with pytest.raises(ValueError, match="port=-1 is not allowed"): VLLMServer("x", port=-1)
-    with pytest.raises(ValueError, match="gpu_memory_utilization=1.5 is not allowed"): VLLMServer("x", gpu_memory_utilization=1.5)
-    with pytest.raises(ValueError, match="num_processes=0 is not allowed"): launch("json:dumps", {"obj": 1}, num_processes=0)
+    with pytest.raises(ValueError, match="gpu_memory_utilization=1.5 is not allowed"):
+        VLLMServer("x", gpu_memory_utilization=1.5)
+    with pytest.raises(ValueError, match="num_processes=0 is not allowed"):
+        launch("json:dumps", {"obj": 1}, num_processes=0)
 
 # ---------------------------------------------------------------- data
 
 def test_data_full_preset_refuses_bundled_problems(tmp_path, monkeypatch):
-    "With no GSM8K folder and no hub, the `full` preset silently trained on the bundled problems; meta.json did not say so."
-    monkeypatch.delenv("MATHWORKLOG_GSM8K", raising=False); monkeypatch.delenv("MATHWORKLOG_ALLOW_BUNDLED", raising=False)
+    """With no GSM8K folder and no hub, the `full` preset silently trained on the bundled problems; meta.json did not
+    say so."""
+    monkeypatch.delenv("MATHWORKLOG_GSM8K", raising=False)
+    monkeypatch.delenv("MATHWORKLOG_ALLOW_BUNDLED", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     for preset in ("full", "gpu"):
         with pytest.raises(MissingResourceError, match=r"\$MATHWORKLOG_GSM8K.*hub"):   # as every chapter makes its run
             new_run("sft", preset, root=tmp_path, data_source=require_gsm8k(preset))
-        with pytest.raises(MissingResourceError, match="MATHWORKLOG_ALLOW_BUNDLED=1"): load_gsm8k("train", preset=preset)
+        with pytest.raises(MissingResourceError, match="MATHWORKLOG_ALLOW_BUNDLED=1"):
+            load_gsm8k("train", preset=preset)
     assert not list(tmp_path.iterdir())                                       # refused before a run folder was made
     assert new_run("sft", "tiny", root=tmp_path, data_source=require_gsm8k("tiny")).meta["data_source"] == "world"
     monkeypatch.setenv("MATHWORKLOG_ALLOW_BUNDLED", "1")
-    assert new_run("sft", "full", root=tmp_path, data_source=require_gsm8k("full")).meta["data_source"] == "bundled"   # asked for explicitly: allowed, and recorded
+    # asked for explicitly: allowed, and recorded
+    assert new_run("sft", "full", root=tmp_path, data_source=require_gsm8k("full")).meta["data_source"] == "bundled"
 
 
 def test_presample_bench_bounds_a_cut_off_task(monkeypatch):
@@ -352,12 +409,14 @@ def test_presample_bench_bounds_a_cut_off_task(monkeypatch):
     bench = Path(__file__).parents[1]/"bench"
     monkeypatch.syspath_prepend(str(bench))                                # its `_common`, as when run from bench/
     spec = importlib.util.spec_from_file_location("presample_full", bench/"presample_full.py")
-    pf = importlib.util.module_from_spec(spec); spec.loader.exec_module(pf)
+    pf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pf)
     start = lambda task, t: ("start", dict(task=task, questions=10, samples_per_question=8, max_new_tokens=256,
                                            tokens_if_complete=20_480, wall_clock=t))
     msgs = [("info", {}), start("baseline", 100.0), ("result", {"task": "baseline"}), start("presample", 110.0)]
     cut = pf.unfinished(msgs, done=1, killed_at=120.0)                    # 10 s of sampling when the kill came
-    assert (cut["task"], cut["completed"], cut["sampling_s_at_least"], cut["tokens_per_s_upper_bound"]) == ("presample", False, 10.0, 2048)
+    assert ((cut["task"], cut["completed"], cut["sampling_s_at_least"], cut["tokens_per_s_upper_bound"])
+            == ("presample", False, 10.0, 2048))
     assert "wall_clock" not in cut
     assert pf.unfinished(msgs[:3], done=1, killed_at=120.0) is None       # killed before the next task started sampling
 
@@ -367,9 +426,10 @@ def test_presample_bench_bounds_a_cut_off_task(monkeypatch):
 def test_gpu_run_refuses_vllm_items_without_vllm(tmp_path):
     "On a box without vLLM (a fresh one after `warm: false`) the vLLM items say so instead of passing as 'skipped'."
     root = Path(__file__).resolve().parents[1]
-    env = dict(os.environ, OUT=str(tmp_path/"out"), GPU_RUN_WORK=str(tmp_path/"work"), MATHWORKLOG_TOKENIZER=str(tmp_path),
-               MATHWORKLOG_GSM8K=str(tmp_path), DEADLINE="60")
-    p = subprocess.run(["bash", "bench/gpu_run.sh", "vllm-tests", "live-sync:bf16_patched", "presample-full:--engines,vllm"],
+    env = dict(os.environ, OUT=str(tmp_path/"out"), GPU_RUN_WORK=str(tmp_path/"work"),
+               MATHWORKLOG_TOKENIZER=str(tmp_path), MATHWORKLOG_GSM8K=str(tmp_path), DEADLINE="60")
+    p = subprocess.run(["bash", "bench/gpu_run.sh", "vllm-tests", "live-sync:bf16_patched",
+                        "presample-full:--engines,vllm"],
                        cwd=root, env=env, capture_output=True, text=True, timeout=120)
     summary = (tmp_path/"work"/"summary.txt").read_text()
     for item in ("vllm-tests", "live-sync", "presample-full"):

@@ -2,7 +2,8 @@
 from hypothesis import given, settings, strategies as st, HealthCheck
 from mathworklog.rewards import REWARD_FUNCS, REWARD_MAX
 
-TAGS = ["<start_working_out>", "<end_working_out>", "<SOLUTION>", "</SOLUTION>", "\\boxed{", "}", "####", "<SOLUTION", "</SOL"]
+TAGS = ["<start_working_out>", "<end_working_out>", "<SOLUTION>", "</SOLUTION>", "\\boxed{", "}", "####", "<SOLUTION",
+        "</SOL"]
 pieces = st.one_of(
     st.sampled_from(TAGS),
     st.text(max_size=40),                                          # unicode of all kinds
@@ -16,7 +17,8 @@ completion = st.one_of(
     st.lists(pieces, max_size=8).map(lambda p: [{"role": "assistant", "content": "".join(p)}]),
     st.none(), st.integers(), st.just([]), st.just([{"role": "assistant"}]), st.just({"content": 5}),
 )
-answer = st.one_of(st.none(), st.integers(-10**30, 10**30).map(str), st.text(max_size=20), st.just("#### 72"), st.integers())
+answer = st.one_of(st.none(), st.integers(-10**30, 10**30).map(str), st.text(max_size=20), st.just("#### 72"),
+                   st.integers())
 steps = st.one_of(st.none(), st.lists(st.one_of(st.text(max_size=6), st.integers(0, 999).map(str)), max_size=5))
 
 @settings(max_examples=10_000, deadline=None, suppress_health_check=list(HealthCheck))

@@ -133,8 +133,9 @@ def test_shipped_models_reproduce_their_figures(greedy, name):
 
 def test_baseline_is_the_worklogs_first_finding(greedy):
     """The student does some of the math and writes it where a strict parser does not look (lenient 30–40%, strict and
-    exact near 0); the teacher solves about twice as many (the issue aims at ≥ 2×: measured 0.752 / 0.378 = 1.99×, two
-    questions of 500 short, so the bound here is 1.95×) and writes the tags imperfectly (format well short of 100%)."""
+    exact near 0); the teacher solves about twice as many (the issue aims at ≥ 2×: measured 0.752 / 0.378 = 1.99×,
+    two questions of 500 short, so the bound here is 1.95×) and writes the tags imperfectly (format well short of
+    100%)."""
     s, t = greedy["student"], greedy["teacher"]
     assert 0.30 <= s.lenient.mean() <= 0.40 and s.strict.mean() <= 0.10 and s.exact.mean() <= 0.02
     assert t.lenient.mean() >= 1.95 * s.lenient.mean()

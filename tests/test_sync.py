@@ -1,7 +1,7 @@
 """Chapter 08's reproduction on a real vLLM engine (the CPU backend here, a GPU where there is one): TRL's own
-`_iter_named_params` → vLLM's packed producer → loopback group → packed consumer → the engine's layerwise reload, with
-a buffer that chunks the tiny model the way vLLM's 1 GiB chunks Qwen2.5-0.5B (`sync.matching_buffer`). Skipped where
-vLLM is not installed."""
+`_iter_named_params` → vLLM's packed producer → loopback group → packed consumer → the engine's layerwise
+reload, with a buffer that chunks the tiny model the way vLLM's 1 GiB chunks Qwen2.5-0.5B (`sync.matching_buffer`).
+Skipped where vLLM is not installed."""
 import pytest, torch
 pytest.importorskip("vllm")
 pytestmark = pytest.mark.vllm

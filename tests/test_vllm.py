@@ -135,9 +135,9 @@ def test_generator_pool_of_vllm_engines(path, tok, prompts):
 
 
 def test_pack_through_vllm_code(path):
-    """TRL's generator through vLLM's real producer → loopback group → consumer: with the buffer a third of the model,
-    the tensors span several chunks; unpatched, a LoRA layer in the last chunk arrives as its base weight; with the
-    clone fix every layer arrives merged, bit for bit what TRL yielded."""
+    """TRL's generator through vLLM's real producer → loopback group → consumer: with the buffer a third of the
+    model, the tensors span several chunks; unpatched, a LoRA layer in the last chunk arrives as its base weight; with
+    the clone fix every layer arrives merged, bit for bit what TRL yielded."""
     pm = lora_model(path, r=8, scale=0.05)
     merged = {}
     with patch_trl_lora_sync("clone"):
@@ -186,7 +186,8 @@ def test_grpo_colocate_two_steps(path, tmp_path):
     run_dir = tmp_path / "grpo-colocate"
     run_dir.mkdir()
     r = train_grpo(model_path=path, records=recs, run_dir=str(run_dir), steps=2, prompts_per_step=2, num_generations=4,
-                   max_completion_length=16, lora_r=8, rollout="colocate", save_steps=10**6, gpu_memory_utilization=0.25)
+                   max_completion_length=16, lora_r=8, rollout="colocate", save_steps=10**6,
+                   gpu_memory_utilization=0.25)
     assert r["steps"] == 2 and r["rollout"] == "colocate"
     m = read_metrics(run_dir)
     diff = m["sampling/sampling_logp_difference/mean"].dropna().tolist()

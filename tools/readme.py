@@ -13,7 +13,9 @@ def render() -> str:
     for c in nb["cells"]:
         src = "".join(c["source"]).strip()
         if not src: continue
-        if c["cell_type"] == "markdown": parts.append(src); continue
+        if c["cell_type"] == "markdown":
+            parts.append(src)
+            continue
         if src.startswith("#| echo: false"):
             for o in c.get("outputs", []):
                 md = o.get("data", {}).get("text/markdown")
@@ -21,11 +23,15 @@ def render() -> str:
             continue
         if src.startswith("#|"): continue
         parts.append(f"```python\n{src}\n```")
-    return "<!-- generated from nbs/index.ipynb by tools/readme.py: edit the notebook, not this file -->\n\n" + "\n\n".join(parts) + "\n"
+    return ("<!-- generated from nbs/index.ipynb by tools/readme.py: edit the notebook, not this file -->\n\n"
+            + "\n\n".join(parts) + "\n")
 
 if __name__ == "__main__":
     out = render()
     if "--check" in sys.argv:
-        if (root/"README.md").read_text() != out: sys.exit("README.md is stale: run `python tools/readme.py` and commit")
+        if (root/"README.md").read_text() != out:
+            sys.exit("README.md is stale: run `python tools/readme.py` and commit")
         print("README.md matches nbs/index.ipynb")
-    else: (root/"README.md").write_text(out); print("wrote README.md")
+    else:
+        (root/"README.md").write_text(out)
+        print("wrote README.md")

