@@ -61,7 +61,7 @@ def main():
     from mathworklog.settings import cpu_threads, get_preset
     from mathworklog.data import load_gsm8k, preset_tokenizer, render_prompt
     from mathworklog.engines import HFGenerator, VLLMGenerator, cpu_vllm_env, release_vllm
-    from mathworklog.files import atomic_write_text, library_versions
+    from mathworklog.files import atomic_write_text, library_versions, shown_path
     from mathworklog.models import model_path
     from transformers import AutoModelForCausalLM
     if torch.cuda.is_available(): sys.exit("this benchmark is for the CPU; on a GPU see bench/rollout_throughput.py")
@@ -71,9 +71,8 @@ def main():
     path = a.model or model_path(P.model, tok, a.preset)
     qs = [render_prompt(tok, r["question"]) for r in load_gsm8k("train", n=max(a.questions, P.grpo_prompts),
                                                                  preset=a.preset)]
-    shown = Path(path).resolve()   # the repository's own model by its relative path, never this machine's
-    shown = shown.relative_to(ROOT) if shown.is_relative_to(ROOT) else Path(path).name
-    res = dict(preset=a.preset, model=str(shown), threads=a.threads, cores=os.cpu_count(), machine=platform.processor(),
+    res = dict(preset=a.preset, model=shown_path(path), threads=a.threads, cores=os.cpu_count(),
+               machine=platform.processor(),
                load_average_at_start=os.getloadavg()[0], versions=library_versions(), engines={})
     t0 = time.perf_counter()
     import vllm

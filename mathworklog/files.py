@@ -10,7 +10,7 @@ import contextlib, os, secrets, shutil, subprocess, sys, tempfile
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['project_root', 'runs_root', 'cache_dir', 'data_dir', 'library_versions', 'git_commit', 'atomic_path',
+__all__ = ['project_root', 'runs_root', 'cache_dir', 'data_dir', 'shown_path', 'library_versions', 'git_commit', 'atomic_path',
            'atomic_write_text', 'locked', 'fresh_path', 'cached_dir']
 
 # %% ../nbs/00a_files.ipynb #4b0be02d
@@ -38,6 +38,12 @@ def cache_dir() -> Path:
 def data_dir() -> Path:
     "The repo's own data folder: problems in GSM8K's format written by a seeded generator (never GSM8K's)."
     return project_root()/"data"
+
+# %% ../nbs/00a_files.ipynb #44144649
+def shown_path(p) -> str:
+    "Path `p` relative to the project root when it lies inside it, otherwise as given."
+    q = Path(p).resolve()
+    return str(q.relative_to(project_root())) if q.is_relative_to(project_root()) else str(p)
 
 # %% ../nbs/00a_files.ipynb #efd690f8
 def library_versions() -> dict:

@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 from transformers import TrainerCallback
 from .engines import VLLMCopy, release_vllm, token_logprobs
-from .files import atomic_write_text
+from .files import atomic_write_text, shown_path
 from .settings import Settings, ran_on, valid_choice, valid_int, valid_number
 from .worklog import beside
 from mathworklog.weights import (
@@ -614,7 +614,7 @@ def live_sync(start: str, out_dir, s: LiveSettings,
     tokenizer = tokenizer or model_tokenizer(start)
     records, probe_records = live_records(preset, s)
     t0, data = time.perf_counter(), {}
-    top = dict(start=str(start), preset=preset, ran_on=ran_on(preset), settings=s.to_dict(),
+    top = dict(start=shown_path(start), preset=preset, ran_on=ran_on(preset), settings=s.to_dict(),
                versions=library_versions())
     for arm in arms or LIVE_ARMS:
         res = live_arm(arm, start, s, tokenizer, records, probe_records, deadline=deadline)

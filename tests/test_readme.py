@@ -1,6 +1,6 @@
 """The README's measured figures are the committed outputs of index.ipynb's `#| echo: false` cells: they must equal
 what those cells compute now from bench/."""
-import json, os
+import ast, json, os
 from pathlib import Path
 from IPython.display import Markdown
 
@@ -14,10 +14,11 @@ def test_index_outputs_match_bench_json():
     os.chdir(ROOT/"nbs")                                   # the cells read ../bench/… as the notebook does
     try:
         for c in cells:
-            src = "".join(c["source"])
-            *body, last = src.strip().splitlines()
-            exec("\n".join(body), ns)
-            now = eval(last, ns)
+            tree = ast.parse("".join(c["source"]))            # run the cell, keep its last expression's value
+            last = tree.body.pop()
+            assert isinstance(last, ast.Expr), "an echo:false cell of index.ipynb must end on what it shows"
+            exec(compile(tree, "index.ipynb", "exec"), ns)
+            now = eval(compile(ast.Expression(last.value), "index.ipynb", "eval"), ns)
             stored = "".join(next(o["data"]["text/markdown"] for o in c["outputs"]
                                   if "text/markdown" in o.get("data", {})))
             assert isinstance(now, Markdown) and now.data.strip() == stored.strip(), \
