@@ -521,7 +521,6 @@ def arm_trainer(arm: str, start: str, s: LiveSettings, tokenizer, records, probe
     "The colocate `GRPOTrainer` of one arm of `LIVE_ARMS`, its sync through the server's transport, the probe on."
     from transformers import AutoModelForCausalLM
     from mathworklog.grpo import GRPOSettings, _grpo_dataset, grpo_config, recording_trainer_class
-    from mathworklog.procs import free_port
     from mathworklog.rewards import REWARD_FUNCS
     from mathworklog.runs import without_printer
     from mathworklog.settings import lora_config, seed_everything
@@ -534,7 +533,6 @@ def arm_trainer(arm: str, start: str, s: LiveSettings, tokenizer, records, probe
     over = dict(lr_scheduler_type=s.lr_schedule, save_strategy="no")
     if s.max_model_len: over["vllm_max_model_length"] = s.max_model_len
     cfg = grpo_config(str(out_dir), gs, **over)
-    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(free_port())  # the engine's rendezvous
     seed_everything(s.seed)
     model = AutoModelForCausalLM.from_pretrained(start, dtype=getattr(torch, dtype))
     with colocate_engine(dtype), fixed_kv_cache(s.kv_cache_gib):

@@ -18,11 +18,11 @@ from .engines import (VLLMCopy, _fd_to, cpu_vllm_env, lora_inference_weight, rep
                                  token_logprobs, vllm_engine_model)
 
 # %% auto #0
-__all__ = ['SYNC_FIXES', 'trl_generation_for', 'trl_named_params', 'lora_model', 'receive', 'LoopbackGroup', 'cpu_streams',
-           'weight_metadata', 'vllm_transport', 'engine_loader', 'receive_through_vllm', 'sync_path_affected',
-           'SyncPatch', 'patch_trl_lora_sync', 'is_patched', 'probe_batch', 'SyncProbe', 'SyncProbeCallback',
-           'trainer_vllm_copy', 'use_server_transport', 'bf16_bytes', 'transport_sync', 'colocate_loads_weights',
-           'patch_trl_reload_sync', 'colocate_engine']
+__all__ = ['SYNC_FIXES', 'RENDEZVOUS_VARS', 'trl_generation_for', 'trl_named_params', 'lora_model', 'receive', 'LoopbackGroup',
+           'cpu_streams', 'weight_metadata', 'vllm_transport', 'engine_loader', 'receive_through_vllm',
+           'sync_path_affected', 'SyncPatch', 'patch_trl_lora_sync', 'is_patched', 'probe_batch', 'SyncProbe',
+           'SyncProbeCallback', 'trainer_vllm_copy', 'use_server_transport', 'bf16_bytes', 'transport_sync',
+           'colocate_loads_weights', 'patch_trl_reload_sync', 'colocate_engine']
 
 # %% ../nbs/01b_weights.ipynb #8ab197c1
 def trl_generation_for(model):
@@ -442,15 +442,19 @@ def patch_trl_reload_sync() -> SyncPatch:
     return SyncPatch(cur, "reload", attr="sync_weights")
 
 # %% ../nbs/01b_weights.ipynb #3b919c8f
+RENDEZVOUS_VARS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE")
+
 @contextlib.contextmanager
 def colocate_engine(dtype: str = "float32"):   # the engine's dtype: the trainer's ('float32' or 'bfloat16')
     """For the block, TRL's colocate engine starts in `dtype` (and, on the CPU, eagerly with a fixed KV cache), its
-    rendezvous on a free loopback port unless `MASTER_PORT` is set (TRL's default, 29500, clashes between processes)."""
+    rendezvous on a free loopback port unless `MASTER_PORT` is set (TRL's default, 29500, clashes between processes).
+    The rendezvous variables TRL sets for its engine (`RANK`, `LOCAL_RANK`, `WORLD_SIZE`) are put back afterwards: left
+    behind, they make the next `TrainingArguments` in the process look for a distributed launch."""
     import functools
     import trl.generation.vllm_generation as vg
     from mathworklog.procs import free_port
     cpu_vllm_env()
-    saved, env = vg.LLM, {k: os.environ.get(k) for k in ("MASTER_ADDR", "MASTER_PORT")}
+    saved, env = vg.LLM, {k: os.environ.get(k) for k in RENDEZVOUS_VARS}
     if env["MASTER_PORT"] is None: os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     vg.LLM = functools.partial(vg.LLM, dtype=dtype, enforce_eager=not torch.cuda.is_available(), use_tqdm_on_load=False)
     try:

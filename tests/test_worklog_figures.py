@@ -77,3 +77,27 @@ def test_the_table_is_consistent():
     assert len(WORKLOG_FIGURES) > 100
     assert all(f.reproduced is True or f.reproduced.strip() for f in WORKLOG_FIGURES.values())
     assert WORKLOG_FIGURES["opd_teacher"].split == "train"
+
+
+def html_outputs(nb) -> str:
+    "Every HTML output of notebook `nb`, joined."
+    return "\n".join(o["data"]["text/html"] for c in nb.cells for o in c.get("outputs", [])
+                     if "text/html" in o.get("data", {}))
+
+
+@pytest.mark.parametrize("nb", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_every_worklog_figure_is_shown_or_explained(nb):
+    """Each of a chapter's figures in the table stands in its committed outputs, as a row of a table: beside a measured
+    one, or listed as not reproduced with its reason."""
+    from mathworklog.worklog import worklog_table
+    html = html_outputs(nbformat.read(nb, as_version=4))
+    missing = [k for k in worklog_table(nb.stem).index if f">{k}<" not in html]
+    assert not missing, f"{nb.name}: neither measured nor explained: {missing}"
+
+
+def test_the_coverage_check_catches_a_missing_figure():
+    from mathworklog.worklog import worklog_table
+    k = worklog_table("02_baseline").index[0]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output(
+        "execute_result", data={"text/html": "<table><tr><th>other</th></tr></table>"})])])
+    assert f">{k}<" not in html_outputs(nb)
