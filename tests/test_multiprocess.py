@@ -39,7 +39,8 @@ def test_sft_two_processes_match_one(tmp_path):
     two = launch("mathworklog.sft:train_sft", dict(model_path=base, records=recs, run_dir=str(run.path),
                  settings=dict(steps=2, lr=1e-3, batch=2, eval_n=4)), num_processes=2)["first_loss"]
     assert abs(two - one["rank0"]) <= 1e-5 * one["rank0"], (two, one)
-    assert min(one["rank0"], one["rank1"]) <= two <= max(one["rank0"], one["rank1"]), (two, one)
+    lo, hi = min(one["rank0"], one["rank1"]), max(one["rank0"], one["rank1"])
+    assert lo * (1 - 1e-5) <= two <= hi * (1 + 1e-5), (two, one)      # within the halves, to the same precision
     run1 = new_run("sft", "tiny", root=tmp_path)
     whole = launch("mathworklog.sft:train_sft", dict(model_path=base, records=recs, run_dir=str(run1.path),
                    settings=dict(steps=2, lr=1e-3, batch=4, eval_n=4)), num_processes=1)["first_loss"]

@@ -5,47 +5,25 @@ checkout, with ../shared beside it where there is one, giving the same figures.
 
 The tests fail when a chapter stops learning. Each reads only runs that its own fixture made, in a runs folder of its
 own: none depends on another test's leftovers."""
-import json, os, shutil, subprocess, sys
+import json, os, subprocess, sys
 from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NBS = [p for p in sorted((ROOT / "nbs").glob("[0-9][0-9]_*.ipynb")) if p.name >= "02"]   # the chapters
-FRESH_UNSET = ("MATHWORKLOG_GSM8K", "MATHWORKLOG_TOKENIZER", "MATHWORKLOG_MODEL_DIR", "MATHWORKLOG_ALLOW_BUNDLED",
-               "MATHWORKLOG_CACHE")
-
-
-def fresh_copy(dest: Path) -> Path:
-    "The project's files as a clone has them (tracked, and untracked but not ignored) copied to `dest/repo`."
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, text=True, check=True).stdout.split("\0")
-    repo = dest / "repo"
-    for f in filter(None, files):
-        if (ROOT / f).is_file():
-            (repo / f).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / f, repo / f)
-    return repo
-
-
-def fresh_env(repo: Path, tmp: Path) -> dict:
-    "A fresh clone's environment: the variables that point at ../shared unset, no hub, its own cache and runs."
-    env = {k: v for k, v in os.environ.items() if k not in FRESH_UNSET}
-    return env | {"HF_HUB_OFFLINE": "1", "PYTHONPATH": str(repo), "MATHWORKLOG_CACHE": str(tmp / "cache"),
-                  "MATHWORKLOG_RUNS": str(tmp / "runs")}
 
 
 @pytest.fixture(scope="session")
 def tiny_worklog(tmp_path_factory):
-    """The main job as a fresh clone runs it: in a copy of the project with nothing beside it (no ../shared), the
-    variables unset and the hub offline, into a runs folder of its own. (runs folder, worklog run folder, its output)"""
-    tmp = tmp_path_factory.mktemp("worklog")
-    repo = fresh_copy(tmp)
-    assert not (repo.parent / "shared").exists()
-    p = subprocess.run([sys.executable, "-c", "from mathworklog.results import worklog_main; worklog_main()",
-                        "--preset", "tiny"], cwd=repo, env=fresh_env(repo, tmp), capture_output=True, text=True,
-                       timeout=1800)
-    wl = sorted((tmp / "runs").glob("worklog-*"))
-    return tmp / "runs", (wl[-1] if wl else None), p
+    """The main job as a fresh clone runs it (`main_job.py`): started by tools/test.sh beside the other tests when
+    `MATHWORKLOG_TEST_MAIN_JOB` names its folder, else run here. (runs folder, worklog run folder, its output)"""
+    from types import SimpleNamespace
+    from main_job import run_main_job, wait_for_main_job
+    started = os.environ.get("MATHWORKLOG_TEST_MAIN_JOB")
+    res = wait_for_main_job(started) if started else run_main_job(tmp_path_factory.mktemp("worklog"))
+    runs = Path(res["runs"])
+    wl = sorted(runs.glob("worklog-*"))
+    return runs, (wl[-1] if wl else None), SimpleNamespace(**res)
 
 
 def latest(runs: Path, chapter: str, label: str | None = None) -> dict:

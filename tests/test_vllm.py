@@ -200,6 +200,7 @@ def test_grpo_colocate_two_steps(path, tmp_path):
 START_INTERRUPTED = r'''
 import os, signal, sys, time
 import psutil
+signal.signal(signal.SIGINT, signal.default_int_handler)   # Ctrl-C raises, even where the parent ignored SIGINT
 from mathworklog.engines import VLLMGenerator
 path = sys.argv[1]
 from transformers import AutoTokenizer

@@ -15,6 +15,12 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
   else echo "chromium could not be installed: tests/test_pages.py skips"; fi
 fi
 export MATHWORKLOG_RUNS=${MATHWORKLOG_RUNS:-$(mktemp -d)/runs}
+# the main job as a fresh clone runs it (tests/main_job.py, what tests/test_notebooks.py asserts on) starts now, in its
+# own session, so its 9 minutes overlap the checks and the other tests; it is stopped with this script however it ends
+export MATHWORKLOG_TEST_MAIN_JOB=$(mktemp -d)
+setsid python tests/main_job.py "$MATHWORKLOG_TEST_MAIN_JOB" > "$MATHWORKLOG_TEST_MAIN_JOB/log" 2>&1 &
+main_job=$!
+trap 'kill -- -$main_job 2>/dev/null || true' EXIT
 echo "== the exported modules match the notebooks"
 nbdev-export
 git diff --exit-code --stat -- mathworklog || { echo "mathworklog/ is out of sync with nbs/: run nbdev-export and commit"; exit 1; }
@@ -26,5 +32,7 @@ python tools/readme.py --check
 echo "== nbdev-test (every notebook, preset tiny)"
 nbdev-test --n-workers 2 --timing
 echo "== pytest"
-python -m pytest -q tests/ -m "not gpu" -p no:cacheprovider --durations=15
+python -m pytest -q tests/ -m "not gpu" -p no:cacheprovider --durations=15 --ignore=tests/test_notebooks.py
+echo "== pytest: the main job's chapters (waits for it: $(( $(date +%s) - t0 )) s so far)"
+python -m pytest -q tests/test_notebooks.py -p no:cacheprovider --durations=5
 echo "total: $(( $(date +%s) - t0 )) s"
