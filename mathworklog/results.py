@@ -400,13 +400,11 @@ def run_worklog(preset: str = "tiny", only: list | None = None, skip_results: bo
 # %% ../nbs/10_results.ipynb #afc739d6
 def export_worklog(path, preset: str = "tiny"):
     """Write the newest worklog run's chapter times and evidence to `path` (JSON): what the README quotes for this
-    preset; the newest live sync experiment's `live_sync.json` is copied beside it (its start named by `shown_path`)."""
-    from mathworklog.files import atomic_write_text, git_commit, library_versions, shown_path
+    preset; the newest live sync experiment's `live_sync.json` is copied beside it."""
+    from mathworklog.files import atomic_write_text, git_commit, library_versions
     live = latest_run("sync", preset)
     if live is not None and (live.path / "live_sync.json").exists():
-        ls = json.loads((live.path / "live_sync.json").read_text())
-        ls["start"] = shown_path(ls["start"])
-        atomic_write_text(Path(path).parent / "live_sync.json", json.dumps(ls, indent=2) + "\n")
+        atomic_write_text(Path(path).parent / "live_sync.json", (live.path / "live_sync.json").read_text())
 
     wl = find_runs("worklog", preset, status="done")[-1]
     m = wl.meta
