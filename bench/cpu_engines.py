@@ -60,7 +60,7 @@ def main():
     import torch
     from mathworklog.settings import cpu_threads, get_preset
     from mathworklog.data import load_gsm8k, preset_tokenizer, render_prompt
-    from mathworklog.engines import HFGenerator, VLLMGenerator, cpu_vllm_env, release_vllm
+    from mathworklog.generation import HFGenerator, VLLMGenerator, cpu_vllm_env, release_vllm
     from mathworklog.files import atomic_write_text, library_versions, shown_path
     from mathworklog.models import model_path
     from transformers import AutoModelForCausalLM

@@ -1,6 +1,6 @@
 """GRPO step time on one GPU, 16 prompts x 8 completions x 256 tokens, LoRA r16, split into generation, reward scoring
 and training: TRL's default HF path (the training model itself: fp32 weights, unmerged adapter, dynamic cache, no
-compilation) against mathworklog's `grpo.RolloutEngine` (a bf16 copy synced with the merged weights after every step,
+compilation) against mathworklog's `grpo.RolloutCopy` (a bf16 copy synced with the merged weights after every step,
 sampling through chapter 02's fast path), bf16 autocast and fp32 training, all in the same run; gradient
 checkpointing on in every variant. With vLLM installed a third path joins: `vllm_colocate`, TRL's own colocated vLLM
 engine (bf16, LoRA synced by TRL after every step). For the engine it reports how far the copy's per-token log-probs
@@ -13,7 +13,7 @@ from transformers import AutoModelForCausalLM, TrainerCallback
 from _common import answer, args, one_result, save, sync
 from datasets import Dataset
 from mathworklog.data import load_gsm8k, prepare, render_prompt
-from mathworklog.engines import dtype_view, token_logprobs, vllm_available
+from mathworklog.generation import dtype_view, token_logprobs, vllm_available
 from mathworklog.files import library_versions
 from mathworklog.grpo import GRPOSettings, grpo_config, recording_trainer_class
 from mathworklog.models import load_tokenizer, model_path

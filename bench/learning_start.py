@@ -13,7 +13,7 @@ from transformers import TrainerCallback
 
 def heldout_format(model, tok, records, max_new_tokens, batch_size=64) -> dict:
     "Greedy answers to the held-out questions: mean format_check, tag_check and the four criteria's exact accuracy."
-    from mathworklog.engines import HFGenerator
+    from mathworklog.generation import HFGenerator
     from mathworklog.evaluate import evaluate_model
     from mathworklog.rewards import score_completions
     was = model.training

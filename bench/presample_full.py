@@ -24,14 +24,14 @@ def worker(engine, tasks, new, preset, vllm_kw=None, engines=1):
     talk = worker_pipe()
     import torch
     from mathworklog.data import load_gsm8k, prepare, render_prompt
-    from mathworklog.engines import make_generator
+    from mathworklog.pool import make_generator
     from mathworklog.models import load_tokenizer, model_path
     engines = engines if engine == "vllm" else 1          # a pool is of vLLM engines only
     tok = load_tokenizer(preset=preset)
     path = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
     t0 = time.perf_counter()
     g = make_generator(path, tok, engine, batch_size=512, dtype="bfloat16" if torch.cuda.is_available() else "float32",
-                       engines=engines, **((vllm_kw or {}) if engine == "vllm" else {}))
+                       workers=engines, **((vllm_kw or {}) if engine == "vllm" else {}))
     start = time.perf_counter() - t0
     info = dict(engine=type(g).__name__, backend=engine, engine_start_s=round(start, 1), engines=engines)
     if engine == "vllm":

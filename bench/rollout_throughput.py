@@ -14,7 +14,7 @@ def vllm_worker(mode, preset, batches, new):
     "vLLM's rows for one engine mode, in a fresh process (nothing has touched CUDA before the engine)."
     import torch
     from mathworklog.data import load_gsm8k, render_prompt
-    from mathworklog.engines import VLLMGenerator
+    from mathworklog.generation import VLLMGenerator
     from mathworklog.models import load_tokenizer, model_path
     tok = load_tokenizer(preset=preset)
     path = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
@@ -64,7 +64,7 @@ import torch
 from transformers import AutoModelForCausalLM
 from _common import args, device, sync, timed, save
 from mathworklog.data import load_gsm8k, render_prompt
-from mathworklog.engines import HFGenerator, stop_ids, vllm_available
+from mathworklog.generation import HFGenerator, stop_ids, vllm_available
 from mathworklog.models import load_tokenizer, model_path
 
 a = args(__doc__, batches=dict(type=int, nargs="+", default=[64, 512]), new=dict(type=int, default=256),

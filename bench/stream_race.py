@@ -64,7 +64,7 @@ def old_clone(orig):
 def run(mode, a):
     from trl.generation.vllm_generation import VLLMGeneration
     from mathworklog.data import load_gsm8k, prepare
-    from mathworklog.engines import token_logprobs
+    from mathworklog.generation import token_logprobs
     from mathworklog.models import load_tokenizer, model_path
     from mathworklog.settings import seed_everything
     from mathworklog.weights import SyncPatch, lora_model, patch_trl_lora_sync, probe_batch, trl_generation_for

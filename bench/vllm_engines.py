@@ -30,7 +30,7 @@ def run_config(cfg, a):
     """One configuration: a `GeneratorPool` of N vLLM engines (chapter 04's code path, one worker process each), warmed
     up, then the presample at once."""
     from mathworklog.data import load_gsm8k, prepare, render_prompt
-    from mathworklog.engines import GeneratorPool
+    from mathworklog.pool import GeneratorPool
     from mathworklog.models import load_tokenizer, model_path
     tok = load_tokenizer(preset="gpu")
     recs = prepare(load_gsm8k("train", n=a.questions or None, preset="gpu"))
@@ -38,7 +38,7 @@ def run_config(cfg, a):
     n, kw = parse(cfg)
     t_start = time.time()
     try:
-        g = GeneratorPool(model_path("shaped", tok, "gpu"), tok, "vllm", engines=n, dtype="bfloat16",
+        g = GeneratorPool(model_path("shaped", tok, "gpu"), tok, "vllm", workers=n, dtype="bfloat16",
                           **({"compilation_config": {"max_cudagraph_capture_size": 1024}} | kw))
     except RuntimeError as e: return dict(config=cfg, error=str(e)[-1500:])
     try:

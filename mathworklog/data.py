@@ -1,5 +1,5 @@
-"""GSM8K from a local copy, the hub or the bundled problems; the tiny preset's generated world; the worklog's system
-prompt; and the one place that decides what number a completion gave.
+"""GSM8K from a local copy, the hub or the bundled problems, or the tiny preset's world; the worklog's system prompt;
+and the one place that decides what number a completion gave.
 
 Docs: https://mathworklog.github.io/mathworklog/data.html.md"""
 
@@ -7,20 +7,20 @@ Docs: https://mathworklog.github.io/mathworklog/data.html.md"""
 
 # %% ../nbs/01_data.ipynb #f2e9df17
 from __future__ import annotations
-import functools, hashlib, json, os, random, re
+import json, os, re
 from decimal import Decimal
 from pathlib import Path
-from .settings import (MissingResourceError, TINY_WORLD, get_preset, hub_reachable, valid, valid_choice,
-                                  valid_int, valid_number)
+from .settings import MissingResourceError, get_preset, hub_reachable, valid, valid_int
 from .files import data_dir, project_root
 from .models import load_tokenizer, scale_tokenizer
+from .world import WORLD_OPS, world_problems
 
 # %% auto #0
-__all__ = ['TAGS', 'SYSTEM_PROMPT', 'NUM_RE', 'WORLD_OPS', 'GSM8K_SIZES', 'make_prompt', 'render_prompt', 'parse_number',
-           'format_number', 'numbers_equal', 'distinct_numbers', 'reference_answer', 'reference_steps', 'to_tag_format',
+__all__ = ['TAGS', 'SYSTEM_PROMPT', 'NUM_RE', 'GSM8K_SIZES', 'make_prompt', 'render_prompt', 'parse_number', 'format_number',
+           'numbers_equal', 'distinct_numbers', 'reference_answer', 'reference_steps', 'to_tag_format',
            'completion_text', 'between', 'solution_text', 'strict_answer', 'first_number', 'last_number',
-           'lenient_answers', 'exact_format', 'answer_value', 'grade', 'world_knobs', 'world_problems', 'gsm8k_source',
-           'require_gsm8k', 'load_gsm8k', 'prepare', 'preset_tokenizer']
+           'lenient_answers', 'exact_format', 'answer_value', 'grade', 'gsm8k_source', 'require_gsm8k', 'load_gsm8k',
+           'prepare', 'preset_tokenizer']
 
 # %% ../nbs/01_data.ipynb #326ae6fe
 TAGS = ("<start_working_out>", "<end_working_out>", "<SOLUTION>", "</SOLUTION>")
@@ -186,268 +186,6 @@ def grade(completion, answer) -> dict:
     fmt = exact_format(text)
     return dict(lenient=lenient, strict=strict, format=fmt, exact=strict and fmt)
 
-# %% ../nbs/01_data.ipynb #693a9bfc
-_NAMES_F = ["Ada", "Alice", "Amara", "Bea", "Carmen", "Chloe", "Dana", "Elena", "Emma", "Fatima", "Grace", "Hana",
-            "Isabel", "Ivy", "Jasmine", "Julia", "Kira", "Laura", "Lena", "Maria", "Mia", "Nadia", "Natalia", "Olivia",
-            "Priya", "Rosa", "Sofia", "Tara", "Valerie", "Wendy", "Yuki", "Zoe"]
-_NAMES_M = ["Aaron", "Ben", "Carlos", "Daniel", "David", "Eli", "Ethan", "Felix", "George", "Hassan", "Hugo", "Ivan",
-            "James", "John", "Kevin", "Leo", "Lucas", "Mark", "Mohamed", "Noah", "Oliver", "Pablo", "Peter", "Raj",
-            "Samuel", "Thomas", "Tobias", "Victor", "William", "Xavier", "Yusuf", "Zack"]
-_ITEMS = ["apples", "pencils", "stickers", "marbles", "cookies", "stamps", "shells", "books", "cards", "eggs",
-          "candies", "balloons", "flowers", "toys", "coins", "beads", "cupcakes", "crayons", "buttons", "rocks",
-          "oranges", "bananas", "muffins", "cherries", "lemons", "potatoes", "carrots", "tomatoes", "pens", "erasers",
-          "notebooks", "postcards", "seashells", "feathers", "ribbons", "candles", "bottles", "blocks", "puzzles",
-          "comics", "peaches", "plums", "donuts", "pretzels", "acorns", "pebbles", "magnets", "badges"]
-_CONTAINERS = ["bags", "boxes", "packs", "jars", "baskets", "crates", "bundles", "trays", "cartons", "buckets",
-               "sacks", "bowls", "cases", "tins"]
-_THINGS = [("a book", "books"), ("a toy", "toys"), ("a hat", "hats"), ("a game", "games"), ("a ball", "balls"),
-           ("a lamp", "lamps"), ("a mug", "mugs"), ("a kite", "kites"), ("a plant", "plants"), ("a shirt", "shirts"),
-           ("a scarf", "scarves"), ("a backpack", "backpacks"), ("a puzzle", "puzzles"), ("a jacket", "jackets"),
-           ("a watch", "watches"), ("a pillow", "pillows"), ("a blanket", "blankets"), ("a notebook", "notebooks"),
-           ("a sandwich", "sandwiches"), ("a ticket", "tickets"), ("a bracelet", "bracelets"), ("a helmet", "helmets")]
-_JOBS = ["walking dogs", "washing cars", "mowing lawns", "selling lemonade", "raking leaves", "babysitting",
-         "shoveling snow", "painting fences", "tutoring", "delivering newspapers", "cleaning windows", "baking bread"]
-WORLD_OPS = "+-*/"
-
-# %% ../nbs/01_data.ipynb #bc140dae
-def _pron(name: str) -> tuple[str, str, str]:
-    "Subject, object and possessive pronouns for a name."
-    return ("she", "her", "her") if name in _NAMES_F else ("he", "him", "his")
-
-# %% ../nbs/01_data.ipynb #2e3d892d
-class _Story:
-    "One problem being written: its sentences, its reasoning lines, and the current quantity with its owner."
-    def __init__(self, r: random.Random, money: bool):
-        self.r, self.money = r, money
-        self.name = r.choice(_NAMES_F + _NAMES_M)
-        self.others = [n for n in _NAMES_F + _NAMES_M if n != self.name]
-        self.item = r.choice(_ITEMS)
-        self.owner = self.name           # who holds the current quantity
-        self.sents, self.lines, self.kind = [], [], []
-        self.value = 0
-        self.subject = self.name         # who the last sentence was about
-
-    def d(self, v) -> str:
-        "A number in a reasoning line: '$12' or '12'."
-        return f"${v}" if self.money else f"{v}"
-
-# %% ../nbs/01_data.ipynb #5c2c9079
-def _friend(st: _Story) -> str:
-    "A new person for the story: not the owner, and never used twice in one problem."
-    f = st.r.choice([n for n in st.others if n != st.owner])
-    st.others.remove(f)
-    return f
-
-# %% ../nbs/01_data.ipynb #ffe5acf5
-def _plain_start(st: _Story, max_operand: int):
-    "Open with an amount: no reasoning line yet."
-    r, n = st.r, st.name
-    a = r.randint(2, max_operand)
-    st.value = a
-    if st.money:
-        st.sents.append(r.choice([f"{n} has ${a}.", f"{n} has ${a} in a piggy bank.", f"{n} saved ${a}."]))
-    else:
-        st.sents.append(r.choice([f"{n} has {a} {st.item}.", f"{n} picks {a} {st.item}.",
-                                  f"There are {a} {st.item} in {n}'s box."]))
-    st.kind.append("v")
-
-# %% ../nbs/01_data.ipynb #bb8cb977
-def _product_start(st: _Story, max_operand: int, max_factor: int):
-    "Open with a product (boxes x items per box, items x price, days x wage): that is the first reasoning line."
-    r, n = st.r, st.name
-    a, b = r.randint(2, max_factor), r.randint(2, max_operand)
-    c = a * b
-    if st.money:
-        one, many = r.choice(_THINGS)
-        if r.random() < 0.5:
-            st.sents.append(f"{n} buys {a} {many} for ${b} each.")
-            st.lines.append(f"{n} spends {a} * ${b} = $<<{a}*{b}={c}>>{c} on {many}.")
-        else:
-            job = r.choice(_JOBS)
-            st.sents.append(f"{n} earns ${b} a day {job} and works for {a} days.")
-            st.lines.append(f"{n} earns {a} * ${b} = $<<{a}*{b}={c}>>{c}.")
-    else:
-        box = r.choice(_CONTAINERS)
-        st.sents.append(f"{n} buys {a} {box} of {st.item} with {b} {st.item} in each.")
-        st.lines.append(f"{n} buys {a} * {b} = <<{a}*{b}={c}>>{c} {st.item}.")
-    st.value = c
-    st.kind.append("p")
-
-# %% ../nbs/01_data.ipynb #9ba0b561
-def _add(st: _Story, sub: str, obj: str, max_operand: int, max_factor: int, max_value: int):
-    "The owner gets more: earns, is given, finds, buys."
-    r, v, who = st.r, st.value, st.owner
-    b = r.randint(2, max_operand)
-    c = v + b
-    if c > max_value: return None
-    if st.money:
-        s = r.choice([f"Then {sub} earns ${b} {r.choice(_JOBS)}.", f"Then {sub} gets ${b} from {_friend(st)}.",
-                      f"Then {sub} finds ${b}."])
-        st.lines.append(f"{who} then has ${v} + ${b} = $<<{v}+{b}={c}>>{c}.")
-    else:
-        s = r.choice([f"Then {sub} buys {b} more {st.item}.", f"Then {_friend(st)} gives {obj} {b} {st.item}.",
-                      f"Then {sub} finds {b} more {st.item}."])
-        st.lines.append(f"{who} then has {v} + {b} = <<{v}+{b}={c}>>{c} {st.item}.")
-    return s, c
-
-# %% ../nbs/01_data.ipynb #6a3f6906
-def _sub(st: _Story, sub: str, obj: str, max_operand: int, max_factor: int, max_value: int):
-    "The owner has less: spends, gives away, loses, uses; at least 1 is left."
-    r, v, who = st.r, st.value, st.owner
-    if v < 3: return None
-    b = r.randint(2, min(max_operand, v - 1))
-    c = v - b
-    if st.money:
-        one, many = r.choice(_THINGS)
-        s = r.choice([f"Then {sub} spends ${b} on {one}.", f"Then {sub} gives ${b} to {_friend(st)}.",
-                      f"Then {sub} loses ${b}."])
-        st.lines.append(f"{who} has ${v} - ${b} = $<<{v}-{b}={c}>>{c} left.")
-    else:
-        s = r.choice([f"Then {sub} gives {b} {st.item} to {_friend(st)}.", f"Then {sub} loses {b} {st.item}.",
-                      f"Then {sub} uses {b} of the {st.item}."])
-        st.lines.append(f"{who} has {v} - {b} = <<{v}-{b}={c}>>{c} {st.item} left.")
-    return s, c
-
-# %% ../nbs/01_data.ipynb #9600245c
-def _mul(st: _Story, sub: str, obj: str, max_operand: int, max_factor: int, max_value: int):
-    "Someone new has `b` times as much as the owner, and the story follows them."
-    r, v, who = st.r, st.value, st.owner
-    b = r.randint(2, max_factor)
-    c = v * b
-    if c > max_value: return None
-    f = _friend(st)
-    if st.money: s = f"{f} has {b} times as much money as {who}."
-    else: s = f"{f} has {b} times as many {st.item} as {who}."
-    unit, tail = ("$", "") if st.money else ("", f" {st.item}")
-    st.lines.append(f"{f} has {st.d(v)} * {b} = {unit}<<{v}*{b}={c}>>{c}{tail}.")
-    st.owner = f
-    return s, c
-
-# %% ../nbs/01_data.ipynb #38cfa3ca
-def _div(st: _Story, sub: str, obj: str, max_operand: int, max_factor: int, max_value: int):
-    "The owner shares equally among `b` friends (exactly: `b` divides the amount); the story follows one friend."
-    r, v = st.r, st.value
-    divs = [b for b in range(2, max_factor + 1) if v % b == 0 and v // b >= 1]
-    if not divs: return None
-    b = r.choice(divs)
-    c = v // b
-    f = _friend(st)
-    what = "the money" if st.money else f"the {st.item}"
-    s = f"Then {sub} shares {what} equally among {b} friends, and {f} is one of them."
-    if st.money: st.lines.append(f"Each friend gets ${v} / {b} = $<<{v}/{b}={c}>>{c}.")
-    else: st.lines.append(f"Each friend gets {v} / {b} = <<{v}/{b}={c}>>{c} {st.item}.")
-    st.owner = f
-    return s, c
-
-# %% ../nbs/01_data.ipynb #e079a332
-_OPS = {"+": _add, "-": _sub, "*": _mul, "/": _div}
-
-def _op(st: _Story, op: str, max_operand: int, max_factor: int, max_value: int) -> bool:
-    "Apply one operation to the story's quantity; False when its operands would break the rules (the caller retries)."
-    who = st.owner
-    sub, obj, pos = _pron(who)
-    if st.subject != who: sub = who          # a new owner is named, not a pronoun
-    done = _OPS[op](st, sub, obj, max_operand, max_factor, max_value)
-    if done is None: return False
-    s, c = done
-    st.sents.append(s[0].upper() + s[1:] if s else s)
-    st.subject = st.owner if op == "*" else who
-    st.value = c
-    st.kind.append(op)
-    return True
-
-# %% ../nbs/01_data.ipynb #204b24a0
-def _question(st: _Story) -> str:
-    "The question that ends the problem: what the current owner has, gets, spends, earns or buys."
-    o = st.owner
-    if st.money:
-        ask = f"How much money does {o} have now?" if st.kind[-1] != "/" else f"How much money does {o} get?"
-        if st.kind == ["p"]:
-            ask = f"How much money does {o} {'spend' if 'spends' in st.lines[0] else 'earn'} in dollars?"
-    else:
-        ask = f"How many {st.item} does {o} have now?" if st.kind[-1] != "/" else f"How many {st.item} does {o} get?"
-        if st.kind == ["p"]: ask = f"How many {st.item} does {o} buy?"
-    return ask
-
-# %% ../nbs/01_data.ipynb #1768f763
-def _world_problem(r: random.Random, steps: tuple[int, int], max_operand: int, max_factor: int, ops: str,
-                   max_value: int, p_money: float, p_product: float, attempts: int = 1000) -> dict:
-    "One problem drawn from `r` with checked knobs: `question`, GSM8K-format `answer`, `kind` and `steps`."
-    for _ in range(attempts):
-        n_steps = r.randint(*steps)
-        st = _Story(r, money=r.random() < p_money)
-        if "*" in ops and r.random() < p_product: _product_start(st, max_operand, max_factor)
-        else: _plain_start(st, max_operand)
-        tries = 0
-        while len(st.lines) < n_steps and tries < 20:
-            tries += 1
-            _op(st, r.choice(ops), max_operand, max_factor, max_value)
-        if len(st.lines) < n_steps: continue                   # 20 refused operations: start a new problem
-        return dict(question=" ".join(st.sents + [_question(st)]), answer="\n".join(st.lines + [f"#### {st.value}"]),
-                    kind=("$" if st.money else "#") + "".join(st.kind), steps=len(st.lines))
-    raise ValueError(f"no problem fits these knobs in {attempts} attempts (steps={steps}, max_operand={max_operand}, "
-                     f"max_factor={max_factor}, ops={ops!r}, max_value={max_value}): raise max_value or allow "
-                     f"more operations.")
-
-# %% ../nbs/01_data.ipynb #123fa7b2
-def _steps_pair(steps) -> tuple[int, int]|None:
-    "`steps` as (fewest, most): a whole number n is (n, n); None when it is neither that nor a valid pair."
-    whole = lambda x: isinstance(x, int) and not isinstance(x, bool)
-    pair = (steps, steps) if whole(steps) else tuple(steps) if isinstance(steps, (list, tuple)) else ()
-    return pair if len(pair) == 2 and all(map(whole, pair)) and 1 <= pair[0] <= pair[1] else None
-
-# %% ../nbs/01_data.ipynb #167e08ee
-def world_knobs(steps=(1, 3),            # steps per problem: a whole number, or (fewest, most), drawn uniformly
-                max_operand: int = 12,   # the largest opening amount, addend, subtrahend, item count or price
-                max_factor: int = 4,     # the largest multiplier, divisor, number of boxes or of days
-                ops: str = WORLD_OPS,    # the operations a step may use, from "+-*/"
-                max_value: int = 120,    # no sum or multiple above this (the opening product is not capped)
-                p_money: float = 0.4,    # the share of problems about dollars rather than items
-                p_product: float = 0.4,  # the share that open with a product (when `ops` has '*')
-               ) -> dict:
-    "The world's knobs, checked, with `steps` as a (fewest, most) pair; the defaults are `settings.TINY_WORLD`."
-    pair = _steps_pair(steps)
-    valid("steps", steps, lambda _: pair is not None, "a whole number ≥ 1 or a pair (fewest, most), 1 ≤ fewest ≤ most")
-    valid("ops", ops, lambda o: isinstance(o, str) and o and set(o) <= set(WORLD_OPS),
-          "a non-empty string of the operations + - * /")
-    return dict(steps=pair, max_operand=valid_int("max_operand", max_operand, 2),
-                max_factor=valid_int("max_factor", max_factor, 2), ops=ops,
-                max_value=valid_int("max_value", max_value, 4), p_money=valid_number("p_money", p_money, 0, 1),
-                p_product=valid_number("p_product", p_product, 0, 1))
-
-# %% ../nbs/01_data.ipynb #c8dcc2ce
-def _world_seed(split: str, seed: int) -> int:
-    "The random stream of one split: a 64-bit number from a hash of the split's name and the seed."
-    return int(hashlib.sha256(f"mathworklog-scale/{split}/{seed}".encode()).hexdigest()[:16], 16)
-
-# %% ../nbs/01_data.ipynb #7eb05233
-@functools.lru_cache(maxsize=8)
-def _train_questions(seed: int, guard: int, knobs: tuple) -> frozenset:
-    "The first `guard` training questions of this seed and these knobs (the test split avoids them)."
-    r, k = random.Random(_world_seed("train", seed)), dict(knobs)
-    return frozenset(_world_problem(r, **k)["question"] for _ in range(guard))
-
-# %% ../nbs/01_data.ipynb #86fd6b6d
-def world_problems(split: str,               # 'train' or 'test'
-                   n: int,                   # how many problems
-                   seed: int = 0,            # another seed, another world with the same knobs
-                   train_guard: int = 20000, # the test split avoids the first this many training questions
-                   **knobs) -> list[dict]:   # `world_knobs`; the defaults are the tiny preset's
-    "`n` seeded problems of the tiny world in GSM8K's format (`question`, `answer`) with their `kind` and `steps`."
-    valid_choice("split", split, ("train", "test"))
-    valid_int("n", n, 0)
-    valid_int("train_guard", train_guard, 0)
-    k = world_knobs(**knobs)
-    r = random.Random(_world_seed(split, valid_int("seed", seed)))
-    seen = set(_train_questions(seed, train_guard, tuple(k.items())) if split == "test" else ())
-    out = []
-    while len(out) < n:
-        p = _world_problem(r, **k)
-        if p["question"] in seen: continue
-        seen.add(p["question"])
-        out.append(p)
-    return out
-
 # %% ../nbs/01_data.ipynb #bb30f018
 def _read_jsonl(path: Path) -> list[dict]:
     "GSM8K rows of a jsonl file, with errors that name the file, the line and what is wrong."
@@ -476,7 +214,7 @@ def require_gsm8k(preset="tiny", source: str | None = None, allow_bundled: bool 
     if p.world and source is None: return "world"
     src = gsm8k_source(source)
     allow = allow_bundled if allow_bundled is not None else os.environ.get("MATHWORKLOG_ALLOW_BUNDLED") == "1"
-    if src == "bundled" and p.name in ("gpu", "full") and not allow:
+    if src == "bundled" and p.real_tokenizer and not allow:
         raise MissingResourceError(
             f"preset {p.name!r} needs GSM8K, but no local copy is configured and the Hugging Face hub is "
             f"unreachable, so "

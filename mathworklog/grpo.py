@@ -14,44 +14,25 @@ import pandas as pd
 import torch
 from fastcore.basics import patch
 from transformers import TrainerCallback
-from mathworklog.settings import (
-    LORA_RANK,
-    Settings,
-    lora_config,
-    precision_flags,
-    seed_everything,
-    valid,
-    valid_choice,
-    valid_int,
-    valid_number,
-)
+from .settings import (LORA_RANK, lora_config, on_gpu, seed_everything, valid, valid_choice, valid_engine,
+                                  valid_int, valid_number)
 from .files import atomic_path
-from mathworklog.runs import (
-    MetricsLogger,
-    NaNGuard,
-    Run,
-    RunStamp,
-    checkpoint_step,
-    latest_checkpoint,
-    log_extra,
-    read_metrics,
-    save_run_model,
-    tracking,
-    without_printer,
-)
+from .runs import NaNGuard, Run, checkpoint_step, latest_checkpoint, log_extra, read_metrics
+from .training import TrainSettings, finish_training, load_policy, make_trainer, trl_args
 from .models import model_tokenizer
 from .data import completion_text
-from .engines import HFGenerator, RolloutEngine, vllm_available
-from .weights import (SyncPatch, SyncProbe, SyncProbeCallback, colocate_engine, patch_trl_lora_sync,
+from .generation import HFGenerator, choose_engine, vllm_available
+from .copies import RolloutCopy
+from .weights import (SyncPatch, SyncProbe, SyncProbeCallback, colocated_vllm, patch_trl_lora_sync,
                                  patch_trl_reload_sync, probe_batch, trainer_vllm_copy, use_server_transport)
 from .evaluate import evaluate_model
 from .rewards import REWARD_FUNCS, REWARD_WEIGHTS, weights_list, zero_signal_share
 
 # %% auto #0
-__all__ = ['ENTROPY_LEVERS', 'IS_MODES', 'GRPO_PRECISIONS', 'GRPO_PANELS', 'SUMMARY_KEYS', 'STORY_RUNS', 'LEARNER',
-           'entropy_levers', 'GRPOSettings', 'grpo_config', 'recording_trainer_class', 'attach_rollout_engine',
-           'join_rollouts', 'supersede', 'drop_superseded', 'EvalCallback', 'SyncPatches', 'trl_sync_patches',
-           'build_grpo_trainer', 'served_eval', 'train_grpo', 'plot_grpo', 'grpo_summary', 'token_entropy',
+__all__ = ['ENTROPY_LEVERS', 'IS_MODES', 'GRPO_PANELS', 'SUMMARY_KEYS', 'STORY_RUNS', 'LEARNER', 'entropy_levers', 'GRPOSettings',
+           'grpo_config', 'recording_trainer_class', 'attach_rollout_copy', 'join_rollouts', 'supersede',
+           'drop_superseded', 'EvalCallback', 'grpo_dataset', 'SyncPatches', 'trl_sync_patches', 'build_grpo_trainer',
+           'served_eval', 'train_grpo', 'join_rollout_parts', 'plot_grpo', 'grpo_summary', 'token_entropy',
            'same_prompt_control', 'story_settings']
 
 # %% ../nbs/07_grpo.ipynb #99133f51
@@ -67,77 +48,50 @@ def entropy_levers(spec) -> list[str]:
     return names
 
 # %% ../nbs/07_grpo.ipynb #c3008637
-IS_MODES = (
-    "token_truncate",
-    "token_mask",
-    "sequence_truncate",
-    "sequence_mask",
-)  # TRL 1.16's importance-sampling modes
-GRPO_PRECISIONS = ("auto", "fp32", "bf16")
-
+IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")  # TRL 1.16's importance sampling
 
 @dataclass
-class GRPOSettings(Settings):
+class GRPOSettings(TrainSettings):
     "Every knob of a GRPO run besides the model, the data and the run folder; `from_preset` gives the preset's."
-
     steps: int = 500
-    prompts_per_step: int = 16
-    num_generations: int = 8  # the group: completions per prompt
-    max_completion_length: int = 512
     lr: float = 3e-5
+    save_steps: int|None = 50
+    prompts_per_step: int = 16
+    num_generations: int = 8         # the group: completions per prompt
+    max_completion_length: int = 512
     lora_r: int = LORA_RANK
-    rollout: str = "hf"  # hf | colocate | server (`engines.choose_engine` decides 'auto')
-    is_mode: str = "sequence_mask"  # TRL's importance-sampling correction of vLLM rollouts
-    precision: str = "auto"  # auto | fp32 | bf16 (fp32 master weights either way)
-    entropy_lever: str | list | None = None  # None, or levers of `ENTROPY_LEVERS` (a list, or joined by '+')
-    save_steps: int = 50
-    eval_every: int = 50  # steps between test evaluations (0: none)
-    eval_k: int = 4  # samples per test question in them
+    rollout: str = "hf"              # auto | hf | colocate | server (`settings.ENGINES["rollout"]`; `choose_engine`)
+    is_mode: str = "sequence_mask"   # TRL's importance-sampling correction of vLLM rollouts
+    entropy_lever: str|list|None = None   # None, or levers of `ENTROPY_LEVERS` (a list, or joined by '+')
+    eval_every: int = 50             # steps between test evaluations (0: none)
+    eval_k: int = 4                  # samples per test question in them
     eval_batch_size: int = 64
-    sync_fix: bool = True  # server mode: patch TRL's LoRA sync (chapter 08)
-    probe: bool = True  # log sync/* from a SyncProbe whenever an inference copy exists
-    seed: int = 0
+    sync_fix: bool = True            # server mode: patch TRL's LoRA sync (chapter 08)
+    probe: bool = True               # log sync/* from a SyncProbe whenever an inference copy exists
     server_port: int = 8000
     gpu_memory_utilization: float = 0.5
-    report_to: str | list | None = None  # where TRL also sends the logs: 'trackio', 'wandb', … (`runs.tracking`)
-    fast_generation: bool | None = None  # HF rollouts from a RolloutEngine copy (default: on a GPU)
-    num_processes: int = 1  # training processes (each takes an equal share of a step's completions)
-    weights: str = "fp32"  # the trainer's weights: fp32 (master weights) | bf16 (the worklog's early runs)
-    transport: str = "direct"  # colocate only: TRL's own sync | "server": what `trl vllm-serve` receives (chapter 08)
-    transport_buffer: int | None = None  # server transport: vLLM's packing buffer in bytes (None: its 1 GiB)
+    fast_generation: bool|None = None   # HF rollouts from a `RolloutCopy` (default: on a GPU)
+    num_processes: int = 1           # training processes (each takes an equal share of a step's completions)
+    transport: str = "direct"        # colocate only: TRL's own sync | "server": what a vLLM server receives (ch. 08)
+    transport_buffer: int|None = None   # server transport: vLLM's packing buffer in bytes (None: its 1 GiB)
 
     @classmethod
     def from_preset(cls, P, **kw):
         "The preset's GRPO settings, updated by `kw`."
-        return cls.of(
-            dict(
-                steps=P.grpo_steps,
-                prompts_per_step=P.grpo_prompts,
-                num_generations=P.num_generations,
-                max_completion_length=P.grpo_tokens,
-                lr=P.grpo_lr,
-                lora_r=P.lora_r,
-                save_steps=P.save_every,
-                eval_every=P.eval_every,
-                eval_k=P.eval_k,
-                eval_batch_size=P.gen_batch,
-            ),
-            **kw
-        )
+        return cls.of(dict(steps=P.grpo_steps, prompts_per_step=P.grpo_prompts, num_generations=P.num_generations,
+                           max_completion_length=P.grpo_tokens, lr=P.grpo_lr, lora_r=P.lora_r, save_steps=P.save_every,
+                           eval_every=P.eval_every, eval_k=P.eval_k, eval_batch_size=P.gen_batch), **kw)
 
 # %% ../nbs/07_grpo.ipynb #605c8577
 @patch
 def validate(self: GRPOSettings):
     "Check every field; each error names the field and its allowed range."
-    for f, lo in (("steps", 1), ("prompts_per_step", 1), ("num_generations", 2), ("max_completion_length", 1),
-                  ("lora_r", 1), ("save_steps", 1), ("eval_every", 0), ("eval_k", 1), ("eval_batch_size", 1),
-                  ("num_processes", 1)):
+    TrainSettings.validate(self)
+    for f, lo in (("prompts_per_step", 1), ("num_generations", 2), ("max_completion_length", 1), ("lora_r", 1),
+                  ("eval_every", 0), ("eval_k", 1), ("eval_batch_size", 1), ("num_processes", 1)):
         valid_int(f, getattr(self, f), lo)                      # a group of one completion has no advantage: 2 at least
-    valid_number("lr", self.lr, 0, lo_open=True)
-    valid_choice("rollout", self.rollout, ("hf", "colocate", "server"))
+    valid_engine("rollout", self.rollout, "rollout")
     valid_choice("is_mode", self.is_mode, IS_MODES)
-    valid_choice("precision", self.precision, GRPO_PRECISIONS)
-    valid_choice("weights", self.weights, ("fp32", "bf16"))
     valid_choice("transport", self.transport, ("direct", "server"))
     valid("transport", self.transport, lambda t: t == "direct" or self.rollout == "colocate",
           "'server' only with rollout='colocate' (a real server already receives that way)")
@@ -151,19 +105,17 @@ def validate(self: GRPOSettings):
 
 # %% ../nbs/07_grpo.ipynb #4cb87f12
 def grpo_config(out_dir: str, s: GRPOSettings, server_host: str = "127.0.0.1", run_id: str | None = None, **overrides):
-    "TRL `GRPOConfig` with the worklog's recipe and the settings `s`; `overrides` go to TRL as they are."
+    "TRL `GRPOConfig`: the shared flags, the worklog's recipe and the settings `s`; `overrides` go to TRL as they are."
     from trl import GRPOConfig
     batch = s.prompts_per_step * s.num_generations
-    kw = dict(output_dir=out_dir, max_steps=s.steps, learning_rate=s.lr, loss_type="dapo", beta=0.0, max_grad_norm=1.0,
-              num_generations=s.num_generations, max_completion_length=s.max_completion_length, temperature=1.0,
-              top_p=1.0, per_device_train_batch_size=batch // s.num_processes, gradient_accumulation_steps=1,
-              steps_per_generation=1, reward_weights=weights_list(), logging_steps=1, logging_nan_inf_filter=False,
-              save_strategy="steps", save_steps=s.save_steps, seed=s.seed,
-              disable_tqdm=True, log_completions=False, gradient_checkpointing=torch.cuda.is_available(),
-              use_vllm=s.rollout != "hf", vllm_mode="colocate" if s.rollout == "colocate" else "server",
-              vllm_server_host=server_host, vllm_server_port=s.server_port,
-              vllm_gpu_memory_utilization=s.gpu_memory_utilization, vllm_importance_sampling_mode=s.is_mode,
-              **precision_flags(mode=s.precision), **tracking(s.report_to, run_id))
+    rollout = choose_engine("rollout", s.rollout) if s.rollout == "auto" else s.rollout
+    kw = trl_args(s, out_dir, run_id) | dict(
+        loss_type="dapo", beta=0.0, num_generations=s.num_generations, max_completion_length=s.max_completion_length,
+        temperature=1.0, top_p=1.0, per_device_train_batch_size=batch // s.num_processes, gradient_accumulation_steps=1,
+        steps_per_generation=1, reward_weights=weights_list(), log_completions=False, gradient_checkpointing=on_gpu(),
+        use_vllm=rollout != "hf", vllm_mode="colocate" if rollout == "colocate" else "server",
+        vllm_server_host=server_host, vllm_server_port=s.server_port,
+        vllm_gpu_memory_utilization=s.gpu_memory_utilization, vllm_importance_sampling_mode=s.is_mode)
     for lever in entropy_levers(s.entropy_lever): kw.update(ENTROPY_LEVERS[lever])
     return GRPOConfig(**(kw | overrides))
 
@@ -175,12 +127,12 @@ def recording_trainer_class():
 
     class RecordingGRPOTrainer(GRPOTrainer):
         """GRPOTrainer that records every rollout and the zero-signal share per reward, with HF rollouts from a
-        `RolloutEngine`."""
+        `RolloutCopy`."""
 
         def __init__(self, *a, run_dir: str | None = None, fast_generation: bool = False, **kw):
             super().__init__(*a, **kw)
             self.run_dir, self._rows = Path(run_dir) if run_dir else None, []
-            self.rollouts = attach_rollout_engine(self) if fast_generation else None
+            self.rollouts = attach_rollout_copy(self) if fast_generation else None
             self.fast_generation = self.rollouts is not None
 
         def _generate_and_score_completions(self, inputs):
@@ -218,29 +170,15 @@ def recording_trainer_class():
 
     return RecordingGRPOTrainer
 
-# %% ../nbs/07_grpo.ipynb #ffaf9356
-@patch
-def rollout(self: RolloutEngine, trainer, prompt_ids) -> list[list[int]]:
-    "TRL's HF rollout on the copy: sync when the step moved, left-pad, sample, cut each completion after its first EOS."
-    from trl.trainer.utils import pad
-    if self.synced_step != trainer.state.global_step:
-        self.sync()
-        self.synced_step = trainer.state.global_step
-    ids = [torch.tensor(p) for p in prompt_ids]
-    x = pad(ids, padding_value=trainer._tokenizer.pad_token_id, padding_side="left").to(self.device)
-    mask = pad([torch.ones_like(t) for t in ids], padding_value=0, padding_side="left").to(self.device)
-    out, eos = self.generate(x, mask, trainer.generation_config)[:, x.shape[1]:].tolist(), set(trainer.eos_token_ids)
-    return [c[:next((i + 1 for i, t in enumerate(c) if t in eos), len(c))] for c in out]
-
 # %% ../nbs/07_grpo.ipynb #d1154018
-def attach_rollout_engine(trainer, dtype=None):
-    """Have a TRL `GRPOTrainer` take its HF rollouts from a `RolloutEngine` (`trainer.rollouts`); None where it can't
+def attach_rollout_copy(trainer, dtype=None):
+    """Have a TRL `GRPOTrainer` take its HF rollouts from a `RolloutCopy` (`trainer.rollouts`); None where it can't
     apply."""
     sharded = getattr(trainer, "is_fsdp_enabled", False) or getattr(trainer, "is_deepspeed_enabled", False)
     if trainer.use_vllm or sharded:
         return None
     own = trainer._generate_single_turn
-    trainer.rollouts = RolloutEngine(trainer.accelerator.unwrap_model(trainer.model), dtype)
+    trainer.rollouts = RolloutCopy(trainer.accelerator.unwrap_model(trainer.model), dtype)
 
     def _generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         eng = trainer.rollouts
@@ -291,21 +229,22 @@ def drop_superseded(run_dir) -> int:
 
 # %% ../nbs/07_grpo.ipynb #fdcf9ae7
 class EvalCallback(TrainerCallback):
-    "Score the test questions every `every` steps (k samples, T=1) and greedily at the end; never non-finite weights."
+    "Score the test questions every `eval_every` steps (k samples, T=1) and greedily at the end; never NaN weights."
     def __init__(self, tokenizer, records, run,
-                 every: int = 50, k: int = 4, batch_size: int = 64, max_new_tokens: int = 512,
-                 guard: NaNGuard|None = None):   # the run's NaN guard, asked before any sampling
-        self.tok, self.records, self.run, self.every, self.k = tokenizer, records, run, every, k
-        self.batch_size, self.max_new_tokens, self.pending, self.final = batch_size, max_new_tokens, {}, None
-        self.engine, self._gen, self.guard = None, None, guard or NaNGuard()
+                 s: GRPOSettings|None = None,   # `eval_every`, `eval_k`, `eval_batch_size`, `max_completion_length`
+                 guard: NaNGuard|None = None):  # the run's NaN guard, asked before any sampling
+        s = s or GRPOSettings()
+        self.tok, self.records, self.run, self.every = tokenizer, records, run, s.eval_every if records else 0
+        self.k, self.batch_size, self.max_new_tokens = s.eval_k, s.eval_batch_size, s.max_completion_length
+        self.pending, self.final, self.copy, self._gen, self.guard = {}, None, None, None, guard or NaNGuard()
 
 # %% ../nbs/07_grpo.ipynb #5ee860e1
 @patch
 def _generator(self: EvalCallback, model):
     "The policy itself, or the rollout copy (synced first) when there is one."
-    if self.engine is None: return HFGenerator(model, self.tok, self.batch_size, fast=False)
-    self.engine.sync()
-    self._gen = self._gen or HFGenerator(self.engine.model, self.tok, self.batch_size, fast=True)
+    if self.copy is None: return HFGenerator(model, self.tok, self.batch_size, fast=False)
+    self.copy.sync()
+    self._gen = self._gen or HFGenerator(self.copy.model, self.tok, self.batch_size, fast=True)
     return self._gen
 
 @patch
@@ -342,7 +281,7 @@ def on_train_end(self: EvalCallback, args, state, control, model=None, **kw):
     if state.is_world_process_zero: self.final = self._eval(model, "final-greedy", 1, 0.0)
 
 # %% ../nbs/07_grpo.ipynb #3b43a1c4
-def _grpo_dataset(records: list[dict]):
+def grpo_dataset(records: list[dict]):
     "The RL set as TRL wants it: the prompt, and the columns the rewards read."
     from datasets import Dataset
     if not records: raise ValueError("GRPO needs at least one training question.")
@@ -363,7 +302,7 @@ def trl_sync_patches(s: GRPOSettings) -> SyncPatches:
     colocate sync through vLLM's `reload_weights` on the CPU, where the engine's layers cannot load in place."""
     out = SyncPatches()
     if (s.rollout == "server" or s.transport == "server") and s.sync_fix: out.append(patch_trl_lora_sync())
-    if s.rollout == "colocate" and not torch.cuda.is_available(): out.append(patch_trl_reload_sync())
+    if s.rollout == "colocate" and not on_gpu(): out.append(patch_trl_reload_sync())
     return out
 
 # %% ../nbs/07_grpo.ipynb #cf0a5a38
@@ -373,45 +312,28 @@ def build_grpo_trainer(
     run_dir,
     s: GRPOSettings,
     eval_records=None,  # test questions for `EvalCallback` (None: no evaluation)
-    callbacks=None,  # more callbacks, after ours
+    callbacks=None,  # more callbacks, after ours and before the metrics logger
     trainer_cls=None,  # None: `recording_trainer_class()`; else any `GRPOTrainer` subclass
 ):
-    """The GRPO trainer with our callbacks in place (NaN guard, stamp, evaluation, probe, metrics); (trainer, guard,
-    eval)."""
-    from transformers import AutoModelForCausalLM
-
-    run_dir = Path(run_dir)
-    cfg, ds = grpo_config(str(run_dir / "checkpoints"), s, run_id=run_dir.name), _grpo_dataset(records)
+    "The GRPO trainer with every callback in place (guard, stamp, evaluation, probe, metrics); (trainer, guard, eval)."
+    run_dir, tok, guard = Path(run_dir), model_tokenizer(model_path), NaNGuard()
+    cfg, ds = grpo_config(run_dir/"checkpoints", s, run_id=run_dir.name), grpo_dataset(records)
     seed_everything(s.seed)
-    tok = model_tokenizer(model_path)
-    m = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.bfloat16 if s.weights == "bf16" else torch.float32)
-    guard, probe = NaNGuard(), SyncProbeCallback(None)
-    ev = EvalCallback(
-        tok,
-        eval_records or [],
-        Run(run_dir),
-        s.eval_every if eval_records else 0,
-        s.eval_k,
-        s.eval_batch_size,
-        s.max_completion_length,
-        guard=guard,
-    )
-    cbs = [guard, RunStamp(run_dir.name), ev, probe, MetricsLogger(run_dir / "metrics.jsonl"), *(callbacks or [])]
-    fast = torch.cuda.is_available() if s.fast_generation is None else s.fast_generation
+    ev, probe = EvalCallback(tok, eval_records or [], Run(run_dir), s, guard=guard), SyncProbeCallback(None)
+    fast = on_gpu() if s.fast_generation is None else s.fast_generation
     extra = dict(run_dir=str(run_dir), fast_generation=fast) if trainer_cls is None else {}
     dtype = "bfloat16" if cfg.bf16 or s.weights == "bf16" else "float32"
-    engine = colocate_engine(dtype) if s.rollout == "colocate" else SyncPatch(None)
-    with engine:  # TRL's colocated engine samples in the trainer's precision
-        tr = (trainer_cls or recording_trainer_class())(model=m, reward_funcs=REWARD_FUNCS, args=cfg, train_dataset=ds,
-                                                        processing_class=tok, peft_config=lora_config(s.lora_r),
-                                                        callbacks=cbs, **extra)
+    with colocated_vllm(dtype) if cfg.vllm_mode == "colocate" and cfg.use_vllm else SyncPatch(None):
+        tr, guard = make_trainer(trainer_cls or recording_trainer_class(), run_dir, [ev, probe, *(callbacks or [])],
+                                 model=load_policy(model_path, s), reward_funcs=REWARD_FUNCS, args=cfg,
+                                 train_dataset=ds, processing_class=tok, peft_config=lora_config(s.lora_r), **extra)
+    ev.guard = guard
     if s.transport == "server": use_server_transport(tr, s.transport_buffer or 1 << 30)
-    without_printer(tr)
-    ev.engine = getattr(tr, "rollouts", None)
-    copy_ = ev.engine or trainer_vllm_copy(tr)  # when there is an inference copy, the probe watches it
+    ev.copy = getattr(tr, "rollouts", None)
+    copy_ = ev.copy or trainer_vllm_copy(tr)  # when there is an inference copy, the probe watches it
     if s.probe and copy_ is not None:
         probe.probe = SyncProbe(copy_, *probe_batch(tok, eval_records or records, n=8, max_tokens=32))
-        probe.sync_copy = ev.engine is None  # the RolloutEngine syncs itself before each rollout
+        probe.sync_copy = ev.copy is None  # the RolloutCopy syncs itself before each rollout
     return tr, guard, ev
 
 # %% ../nbs/07_grpo.ipynb #f99408fa
@@ -419,7 +341,7 @@ def served_eval(trainer, ev: EvalCallback, name: str = "final-greedy-vllm", sync
     """Greedy evaluation through the trainer's colocated vLLM engine, after one more sync (the run's own) unless `sync`
     is off: what its vLLM serves, which is what the worklog's evaluations measured; None without an engine or test
     questions."""
-    from mathworklog.engines import VLLMGenerator
+    from mathworklog.generation import VLLMGenerator
     g = getattr(trainer, "vllm_generation", None)
     if g is None or getattr(g, "mode", None) != "colocate" or not ev.records: return None
     if sync: g.sync_weights()
@@ -438,6 +360,7 @@ def train_grpo(model_path: str, records: list[dict], run_dir: str,
     from accelerate import PartialState
     state, run_dir = PartialState(), Path(run_dir)
     s = GRPOSettings.of(settings, **kw | dict(num_processes=state.num_processes))
+    s = GRPOSettings.of(s, rollout=choose_engine("rollout", s.rollout))
     tr, guard, ev = build_grpo_trainer(model_path, records, run_dir, s, eval_records, callbacks)
     patched = trl_sync_patches(s)
     ckpt = latest_checkpoint(run_dir, set_aside=state.is_main_process) if resume else None
@@ -451,26 +374,19 @@ def train_grpo(model_path: str, records: list[dict], run_dir: str,
         guard.check_weights(tr.model, tr.state.global_step)
         served = served_eval(tr, ev) if state.is_main_process and not guard.fired else None   # through the same sync
     finally: patched.undo()
-    out = dict(run_id=run_dir.name, steps=tr.state.global_step, seconds=round(secs, 1), resumed_from=ckpt,
-               nan_step=guard.fired_at, nan_what=guard.what, final_eval=ev.final, start_eval_vllm=first,
-               final_eval_vllm=served,
-               rollout=s.rollout, sync_fix=patched.has("_iter_named_params"), model_dir=None)
-    if tr.accelerator.is_main_process: out["model_dir"] = _finish(tr, run_dir, guard)
-    return out
+    if state.is_main_process: join_rollout_parts(run_dir)
+    out = finish_training(tr, guard, tr.processing_class, run_dir)
+    if out["model_dir"]: drop_superseded(run_dir)
+    return out | dict(seconds=round(secs, 1), resumed_from=ckpt, final_eval=ev.final, start_eval_vllm=first,
+                      final_eval_vllm=served, rollout=s.rollout, sync_fix=patched.has("_iter_named_params"))
 
 # %% ../nbs/07_grpo.ipynb #94bab220
-def _finish(tr, run_dir: Path, guard: NaNGuard) -> str | None:
-    """Join the rollout parts into `rollouts.parquet`; save `model/` and drop superseded leftovers unless the guard
-    fired."""
+def join_rollout_parts(run_dir) -> Path|None:
+    "Join the rollout parts into `rollouts.parquet` (written atomically); its path, None when there are none."
     r = join_rollouts(run_dir)
-    if len(r):
-        with atomic_path(run_dir / "rollouts.parquet") as tmp:
-            r.to_parquet(tmp)
-    if guard.fired:
-        return None
-    md = save_run_model(tr, tr.processing_class, run_dir)
-    drop_superseded(run_dir)
-    return md
+    if not len(r): return None
+    with atomic_path(Path(run_dir)/"rollouts.parquet") as tmp: r.to_parquet(tmp)
+    return Path(run_dir)/"rollouts.parquet"
 
 # %% ../nbs/07_grpo.ipynb #59f79caa
 GRPO_PANELS = [
@@ -572,7 +488,7 @@ def same_prompt_control(run_dir, model_path: str, tokenizer, records: list[dict]
     (as many samples as the run's groups), scored by the seven rewards; per step: reward, its parts, zero-signal share,
     entropy."""
     from mathworklog.data import render_prompt
-    from mathworklog.engines import generating
+    from mathworklog.pool import generating
     from mathworklog.models import load_model
     from mathworklog.rewards import score_completions
     r = pd.read_parquet(Path(run_dir) / "rollouts.parquet")

@@ -14,10 +14,11 @@ from .settings import (MissingResourceError, Preset, get_preset, hub_reachable, 
                        cpu_threads)
 from .files import cache_dir, cached_dir, data_dir, runs_root
 from .runs import Run, usable_run
+from .settings import on_gpu
 
 # %% auto #0
-__all__ = ['HUB_TOKENIZER', 'SPECIAL_TOKENS', 'QWEN2_PRETOKENIZE_REGEX', 'CHATML_TEMPLATE', 'SCALE_PARTS', 'RANDOM_MODELS',
-           'SCALE_MODELS', 'tokenizer_source', 'quiet', 'train_bpe', 'fallback_tokenizer', 'fallback_refused',
+__all__ = ['HUB_TOKENIZER', 'SPECIAL_TOKENS', 'QWEN2_PRETOKENIZE_REGEX', 'CHATML_TEMPLATE', 'SCALE_MODELS', 'SCALE_PARTS',
+           'RANDOM_MODELS', 'tokenizer_source', 'quiet', 'train_bpe', 'fallback_tokenizer', 'fallback_refused',
            'load_tokenizer', 'scale_dir', 'scale_tokenizer', 'vocab_rows', 'random_qwen2', 'model_path', 'load_model',
            'model_tokenizer', 'model_from']
 
@@ -57,7 +58,7 @@ def quiet(preset: str | None = None):
         return
     import torch, mathworklog
 
-    dev = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({os.cpu_count()} cores)"
+    dev = torch.cuda.get_device_name() if on_gpu() else f"CPU ({os.cpu_count()} cores)"
     print(
         f"mathworklog {mathworklog.__version__}: preset={preset!r} on {dev}, torch {torch.__version__}, "
         f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {tokenizer_source(preset)}"
@@ -117,8 +118,8 @@ def fallback_tokenizer(vocab_size: int = 4096):
 
 # %% ../nbs/00d_models.ipynb #f2b8363a
 def fallback_refused(preset) -> bool:
-    "True for the `gpu` and `full` presets (unless $MATHWORKLOG_ALLOW_BUNDLED=1): they need Qwen2.5's tokenizer."
-    return (preset is not None and get_preset(preset).name in ("gpu", "full")
+    "True for a preset that needs the `real_tokenizer` (unless $MATHWORKLOG_ALLOW_BUNDLED=1): Qwen2.5's, no fallback."
+    return (preset is not None and get_preset(preset).real_tokenizer
             and os.environ.get("MATHWORKLOG_ALLOW_BUNDLED") != "1")
 
 # %% ../nbs/00d_models.ipynb #34b7eee1
@@ -154,8 +155,9 @@ def load_tokenizer(source: str|None = None, allow_fallback: bool = True, preset:
     return tok
 
 # %% ../nbs/00d_models.ipynb #3cd983d7
-SCALE_PARTS = {"": "figures.json", "tokenizer": "tokenizer.json", "student": "model.safetensors",
-               "teacher": "model.safetensors"}
+SCALE_MODELS = {"tiny": "student", "tiny-teacher": "teacher"}   # model name: its folder in data/scale
+SCALE_PARTS = {"": "figures.json", "tokenizer": "tokenizer.json", **dict.fromkeys(SCALE_MODELS.values(),
+                                                                                  "model.safetensors")}
 
 def scale_dir(part: str = "") -> Path:
     "`data/scale/<part>` (`tokenizer`, `student`, `teacher`, or the folder itself); if missing, how to restore it."
@@ -232,8 +234,6 @@ def _missing_model(spec: str) -> MissingResourceError:
         f"'learning-start', is built once per machine by `python bench/learning_start.py --preset gpu`.")
 
 # %% ../nbs/00d_models.ipynb #d91a5e58
-SCALE_MODELS = {"tiny": "student", "tiny-teacher": "teacher"}   # model names that are the shipped scale model
-
 def _scale_model(spec: str, tokenizer) -> str:
     "The shipped folder of `spec` (one of `SCALE_MODELS`), refusing a tokenizer other than the one it was trained with."
     path = scale_dir(SCALE_MODELS[spec])

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 import torch
-from .settings import Settings, precision_flags, seed_everything, valid_choice, valid_int, valid_number
+from .settings import pick_device, seed_everything, valid_int
 from .models import model_tokenizer
-from .runs import (MetricsLogger, NaNGuard, RunStamp, nonfinite_params, save_run_model, tracking,
-                              without_printer)
+from .runs import nonfinite_params
+from .training import TrainSettings, finish_training, load_policy, make_trainer, trl_args
 
 # %% auto #0
 __all__ = ['trim_vocab', 'teacher_report', 'on_policy_stats', 'reverse_kl', 'OPDSettings', 'opd_config', 'train_opd']
@@ -30,7 +30,7 @@ def trim_vocab(model, n_rows: int):
 def teacher_report(teacher_path: str, tokenizer, records: list[dict], max_new_tokens: int = 512, batch_size: int = 64,
                    backend: str = "auto", run=None, name: str = "teacher") -> dict:
     "Greedy evaluation of a teacher on `records`: right answers (strict), exact format and the other criteria."
-    from mathworklog.engines import generating
+    from mathworklog.pool import generating
     from mathworklog.evaluate import evaluate_model
     with generating(teacher_path, tokenizer, backend, batch_size=batch_size) as g:
         _, table = evaluate_model(g, tokenizer, records, max_new_tokens=max_new_tokens, run=run, name=name)
@@ -45,7 +45,7 @@ def on_policy_stats(
     """Mean per-token KL(student ‖ teacher) and student entropy (nats) on completions the student samples itself
     (refused for non-finite student weights)."""
     from mathworklog.data import render_prompt
-    from mathworklog.engines import stop_ids
+    from mathworklog.generation import stop_ids
 
     if bad := nonfinite_params(student, trainable_only=False):
         raise ValueError(
@@ -85,21 +85,16 @@ def reverse_kl(
 
 # %% ../nbs/06_opd.ipynb #e3773960
 @dataclass
-class OPDSettings(Settings):
+class OPDSettings(TrainSettings):
     "Every knob of the OPD warm-up; `from_preset` gives the preset's."
-    steps: int = 100
     lr: float = 1e-6
     batch: int = 8
     max_new_tokens: int = 512   # the student's completion cap
-    precision: str = "auto"     # auto | fp32 | bf16
-    seed: int = 0
     kl_n: int = 32              # questions of the OPD set the reverse KL is measured on, before and after
-    report_to: str|list|None = None  # where TRL also sends the logs: 'trackio', 'wandb', … (`runs.tracking`)
 
     def validate(self):
-        for f in ("steps", "batch", "max_new_tokens", "kl_n"): valid_int(f, getattr(self, f), 1)
-        valid_number("lr", self.lr, 0, lo_open=True)
-        valid_choice("precision", self.precision, ("auto", "fp32", "bf16"))
+        TrainSettings.validate(self)
+        for f in ("batch", "max_new_tokens", "kl_n"): valid_int(f, getattr(self, f), 1)
 
     @classmethod
     def from_preset(cls, P, **kw):
@@ -108,14 +103,11 @@ class OPDSettings(Settings):
 
 # %% ../nbs/06_opd.ipynb #91a21084
 def opd_config(out_dir: str, s: OPDSettings, run_id: str|None = None):
-    "TRL `DistillationConfig`: on-policy samples at T=1, `beta=1` (the reverse KL), NaN-visible logs."
+    "TRL `DistillationConfig`: the shared flags, on-policy samples at T=1 and `beta=1` (the reverse KL)."
     from trl import DistillationConfig
-    return DistillationConfig(output_dir=out_dir, max_steps=s.steps, learning_rate=s.lr, beta=1.0,
-                              per_device_train_batch_size=s.batch, max_completion_length=s.max_new_tokens,
-                              temperature=1.0, logging_steps=1, logging_nan_inf_filter=False, save_strategy="steps",
-                              save_steps=s.steps, save_only_model=True, seed=s.seed,
-                              gradient_checkpointing=False, disable_tqdm=True, max_grad_norm=1.0,
-                              **precision_flags(mode=s.precision), **tracking(s.report_to, run_id))
+    return DistillationConfig(**trl_args(s, out_dir, run_id), beta=1.0, per_device_train_batch_size=s.batch,
+                              max_completion_length=s.max_new_tokens, temperature=1.0, save_only_model=True,
+                              gradient_checkpointing=False)
 
 # %% ../nbs/06_opd.ipynb #232360a2
 def train_opd(
@@ -127,50 +119,27 @@ def train_opd(
     callbacks: list | None = None,
 ) -> dict:
     "On-policy distillation (reverse KL) of `student_path` toward `teacher_path`; divergence measured before and after."
+    import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
     from trl import DistillationTrainer
-
     s = OPDSettings.of(settings)
-    if not records:
-        raise ValueError("OPD needs at least one record.")
+    if not records: raise ValueError("OPD needs at least one record.")
     seed_everything(s.seed)
-    tok = model_tokenizer(student_path)
-    dev = "cuda" if torch.cuda.is_available() else "cpu"
-    st = AutoModelForCausalLM.from_pretrained(student_path, dtype=torch.float32)
+    tok, dev = model_tokenizer(student_path), pick_device()
+    st = load_policy(student_path, s)
     te = AutoModelForCausalLM.from_pretrained(teacher_path, dtype=torch.bfloat16 if dev == "cuda" else torch.float32)
     te = trim_vocab(te.to(dev).eval(), st.config.vocab_size)
     probe = records[: s.kl_n]
     stats = lambda m: on_policy_stats(m, te, tok, probe, max_new_tokens=s.max_new_tokens, seed=s.seed, chunk=4)
     before = stats(st.to(dev))
-    ds = Dataset.from_list([dict(prompt=r["prompt"]) for r in records])
-    guard, run_id = NaNGuard(), Path(run_dir).name
-    cbs = [guard, RunStamp(run_id), MetricsLogger(Path(run_dir) / "metrics.jsonl"), *(callbacks or [])]
-    tr = DistillationTrainer(
-        model=st,
-        teacher_model=te,
-        args=opd_config(str(Path(run_dir) / "checkpoints"), s, run_id),
-        train_dataset=ds,
-        processing_class=tok,
-        callbacks=cbs,
-    )
-    without_printer(tr).train()
-    guard.check_weights(tr.model, tr.state.global_step)
-    after = None if guard.fired else stats(tr.model)
-    losses = [h["loss"] for h in tr.state.log_history if "loss" in h]
-    out = dict(
-        run_id=run_id,
-        steps=tr.state.global_step,
-        first_loss=losses[0] if losses else None,
-        last_loss=losses[-1] if losses else None,
-        kl_before=before["kl"],
-        kl_after=after and after["kl"],
-        entropy_before=before["entropy"],
-        entropy_after=after and after["entropy"],
-        nan_step=guard.fired_at,
-        nan_what=guard.what,
-        model_dir=None,
-    )
-    if not guard.fired and tr.accelerator.is_main_process:
-        out["model_dir"] = save_run_model(tr, tok, run_dir)
-    return out
+    tr, guard = make_trainer(DistillationTrainer, run_dir, callbacks, model=st, teacher_model=te,
+                             args=opd_config(Path(run_dir)/"checkpoints", s, Path(run_dir).name),
+                             train_dataset=Dataset.from_list([dict(prompt=r["prompt"]) for r in records]),
+                             processing_class=tok)
+    tr.train()
+    def after(t):
+        a = stats(t.model)
+        return dict(kl_after=a["kl"], entropy_after=a["entropy"])
+    return (dict(kl_before=before["kl"], entropy_before=before["entropy"], kl_after=None, entropy_after=None)
+            | finish_training(tr, guard, tok, run_dir, after))

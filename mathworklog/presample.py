@@ -14,7 +14,7 @@ import pandas as pd
 from .settings import Settings, valid_choice, valid_int, valid_number
 from .runs import Run, resolve_run
 from .data import grade, render_prompt
-from .engines import generating
+from .pool import generating
 from .evaluate import heldout_eval
 
 # %% auto #0
@@ -170,12 +170,12 @@ class SampleSettings(Settings):
     max_new_tokens: int = 512   # the completion cap
     batch_size: int = 64        # prompts per generate call (HF)
     scoring: str = "lenient"    # which scoring decides the RL split: strict | lenient
-    backend: str = "auto"       # auto | hf | vllm (`engines.choose_engine`)
-    engines: int = 1            # generator processes side by side
+    backend: str = "auto"       # auto | hf | vllm (`generation.choose_engine`)
+    workers: int = 1            # generator processes side by side
     seed: int = 0
 
     def validate(self):
-        for f in ("k", "eval_k", "max_new_tokens", "batch_size", "engines"): valid_int(f, getattr(self, f), 1)
+        for f in ("k", "eval_k", "max_new_tokens", "batch_size", "workers"): valid_int(f, getattr(self, f), 1)
         valid_number("temperature", self.temperature, 0, lo_open=True)
         valid_choice("scoring", self.scoring, SCORINGS)
         valid_choice("backend", self.backend, ("auto", "hf", "vllm"))
@@ -184,14 +184,14 @@ class SampleSettings(Settings):
     def from_preset(cls, P, **kw):
         "The preset's sampling settings, updated by `kw`."
         return cls.of(dict(k=P.k, eval_k=P.eval_k, max_new_tokens=P.max_new_tokens, batch_size=P.gen_batch,
-                           engines=P.engines), **kw)
+                           workers=P.workers), **kw)
 
 # %% ../nbs/04_presample.ipynb #38b6e711
 def re_presample(model, tokenizer, records: list[dict], run: Run, s: SampleSettings, name: str = "presample",
                  generator=None) -> pd.DataFrame:
     "Presample `model` (through `generator` when one is open) on `records`; save the table under `run`."
     with (contextlib.nullcontext(generator) if generator is not None
-          else generating(model, tokenizer, s.backend, s.batch_size, s.engines)) as gen:
+          else generating(model, tokenizer, s.backend, s.batch_size, s.workers)) as gen:
         df = presample(gen, tokenizer, records, s.k, s.temperature, s.max_new_tokens, s.seed)
     save_presample(run, df, name, model=str(model), k=s.k, temperature=s.temperature, backend=type(gen).__name__)
     return df
@@ -285,7 +285,7 @@ def after_warmup(run: Run, model, tokenizer,
     train, test = data
     exclude = {int(r["idx"]) if isinstance(r, dict) else int(r) for r in trained_on}
     if start is not None: exclude |= set((rl_set_info(start) or {}).get("warmup_idx", []))
-    with generating(model, tokenizer, s.backend, s.batch_size, s.engines) as gen:
+    with generating(model, tokenizer, s.backend, s.batch_size, s.workers) as gen:
         ev = heldout_eval(gen, tokenizer, test, run, k=s.eval_k, max_new_tokens=s.max_new_tokens, seed=s.seed)
         df = re_presample(model, tokenizer, train, run, SampleSettings.of(s, temperature=1.0), generator=gen)
     idx = save_rl_set(run, df, exclude, s.scoring)

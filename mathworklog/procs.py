@@ -7,13 +7,14 @@ Docs: https://mathworklog.github.io/mathworklog/procs.html.md"""
 
 # %% ../nbs/00b_procs.ipynb #abd3c374
 from __future__ import annotations
-import contextlib, ctypes, json, os, select, shutil, signal, socket, subprocess, sys, tempfile, threading, time
-import warnings
+import contextlib, ctypes, json, os, pickle, select, shutil, signal, socket, subprocess, sys, tempfile
+import threading, time, warnings
 from pathlib import Path
 
 # %% auto #0
 __all__ = ['proc_stat', 'live_processes', 'pid_alive', 'group_alive', 'track_tree', 'signal_pids', 'kill_tree', 'watchdog_main',
-           'OwnedProcess', 'free_port', 'launch', 'launch_main']
+           'OwnedProcess', 'free_port', 'VLLMServer', 'send_msg', 'recv_msg', 'die_with_parent', 'launch',
+           'launch_main']
 
 # %% ../nbs/00b_procs.ipynb #13ce633d
 def proc_stat(pid: int):
@@ -203,6 +204,100 @@ def free_port(host: str = "127.0.0.1",
         try: s.bind((host, port))
         except OSError: return None
         return s.getsockname()[1]
+
+# %% ../nbs/00b_procs.ipynb #bac306fe
+class VLLMServer:
+    "A `trl vllm-serve` subprocess: health-checked start, and a stop of its whole process tree that nothing escapes."
+    def __init__(self, model: str, port: int = 8000, host: str = "127.0.0.1",
+                 gpus: str = "0",                       # CUDA_VISIBLE_DEVICES for the server
+                 gpu_memory_utilization: float = 0.5,
+                 timeout: float = 600.0,                # seconds to wait for /health/
+                 log_path: str|None = None,             # the server's output (default: a temporary file)
+                 cmd: list|None = None,                 # another command (the tests' stand-in server)
+                 grace: float = 15.0):                  # seconds between TERM and KILL
+        from mathworklog.settings import valid_int, valid_number
+        valid_int("port", port, 1, 65535)
+        valid_number("gpu_memory_utilization", gpu_memory_utilization, 0, 1, lo_open=True)
+        valid_number("timeout", timeout, 0, lo_open=True)
+        valid_number("grace", grace, 0)
+        self.host, self.port, self.timeout, self.grace = host, port, timeout, grace
+        self.proc, self.owned, self._log = None, None, None
+        if log_path is None:
+            fd, log_path = tempfile.mkstemp(prefix="vllm-server-", suffix=".log")
+            os.close(fd)
+        self.log_path = Path(log_path)
+        self.cmd = cmd or [shutil.which("trl") or "trl", "vllm-serve", "--model", str(model), "--host", host,
+                           "--port", str(port), "--gpu-memory-utilization", str(gpu_memory_utilization)]
+        self.env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpus, "NCCL_NVLS_ENABLE": "0"}
+
+    def __enter__(self): return self.start()
+    def __exit__(self, *exc): self.stop()
+
+    def healthy(self) -> bool:
+        "True when `/health/` answers 200, asked directly: a loopback check never goes through a proxy."
+        import urllib.request
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(f"http://{self.host}:{self.port}/health/", timeout=2) as r: return r.status == 200
+        except OSError: return False
+
+    def log_tail(self, n: int = 40) -> str:
+        "The last `n` lines of the server's log."
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:]) if self.log_path.exists() else ""
+
+    def start(self):
+        "Start the server and wait for `/health/`; on a taken port, an early exit, a timeout or Ctrl-C, stop it all."
+        if self.proc is not None and self.proc.poll() is None:
+            raise RuntimeError(f"this server already runs ({self.proc.pid}).")
+        if free_port(self.host, self.port) is None:
+            raise RuntimeError(f"port {self.port} on {self.host} is taken; pass another server_port.")
+        try:
+            self._log = open(self.log_path, "w")
+            self.owned = OwnedProcess(self.cmd, grace=self.grace, stdout=self._log, stderr=subprocess.STDOUT,
+                                      env=self.env)
+            self.proc, t0 = self.owned.proc, time.monotonic()
+            while not self.healthy():
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"vLLM server exited with code {self.proc.returncode}:\n{self.log_tail()}")
+                if time.monotonic() - t0 > self.timeout:
+                    raise TimeoutError(f"vLLM server not healthy after {self.timeout:.0f} s:\n{self.log_tail()}")
+                time.sleep(0.5)
+            return self
+        except BaseException:  # KeyboardInterrupt included: nothing is left running
+            self.stop()
+            raise
+
+    def stop(self):
+        "Stop the server's whole process tree (TERM, then KILL after `grace` s), even when its leader exited."
+        if self.owned is not None:
+            self.owned.kill(self.grace)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+# %% ../nbs/00b_procs.ipynb #d1b3a46f
+def send_msg(f, obj):
+    "Write one length-prefixed pickled message to a pipe."
+    b = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    f.write(len(b).to_bytes(8, "little") + b)
+    f.flush()
+
+# %% ../nbs/00b_procs.ipynb #20452122
+def recv_msg(f):
+    "The next message on a pipe; None when the other end has closed it."
+    head = f.read(8)
+    if len(head) < 8: return None
+    return pickle.loads(f.read(int.from_bytes(head, "little")))
+
+# %% ../nbs/00b_procs.ipynb #8e9f6ba2
+def die_with_parent():
+    "Exit when the process that started this one is gone (checked every second)."
+    parent = os.getppid()
+    def watch():
+        while True:
+            if os.getppid() != parent: os._exit(1)
+            time.sleep(1)
+    threading.Thread(target=watch, daemon=True).start()
 
 # %% ../nbs/00b_procs.ipynb #a0d0640f
 def _import_fn(spec: str):

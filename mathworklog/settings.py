@@ -1,4 +1,4 @@
-"""Presets as data, the worklog's published figures, checked parameters, the LoRA recipe, and the machine: device,
+"""Presets as data, the chapter and engine names, checked parameters, the LoRA recipe, and the machine: device,
 precision, threads, seeds.
 
 Docs: https://mathworklog.github.io/mathworklog/settings.html.md"""
@@ -14,17 +14,18 @@ from dataclasses import asdict, dataclass, field, fields
 warnings.filterwarnings("ignore", message="IProgress not found")
 
 # %% auto #0
-__all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'TINY_WORLD', 'PRESETS', 'WORKLOG', 'LORA_RANK', 'PRECISIONS', 'Preset', 'get_preset',
-           'worklog', 'beside_worklog', 'valid', 'valid_int', 'valid_number', 'valid_choice', 'Settings', 'lora_config',
-           'lora_scaling', 'MissingResourceError', 'pick_device', 'ran_on', 'precision_flags', 'seed_everything',
-           'cpu_threads', 'require_gpu', 'hub_reachable']
+__all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'TINY_WORLD', 'TINY_LIVE', 'PRESETS', 'CHAPTERS', 'CHAPTER_NEEDS', 'ENGINES',
+           'LORA_RANK', 'PRECISIONS', 'WEIGHTS', 'DTYPE_NAMES', 'Preset', 'get_preset', 'valid', 'valid_int',
+           'valid_number', 'valid_choice', 'valid_engine', 'Settings', 'lora_config', 'lora_scaling',
+           'MissingResourceError', 'on_gpu', 'pick_device', 'ran_on', 'precision_flags', 'dtype_name', 'torch_dtype',
+           'seed_everything', 'cpu_threads', 'require_gpu', 'hub_reachable']
 
 # %% ../nbs/00_settings.ipynb #d36beadd
 @dataclass(frozen=True)
 class Preset:
-    "All the sizes a chapter needs; only the numbers differ between presets."
+    "All the sizes and switches a chapter needs; only the numbers differ between presets."
     name: str                       # the preset's name, as chapters take it (`-p preset tiny`)
-    model: str                      # a random model ('tiny', 'shaped'), a folder name, a path or a hub id
+    model: str                      # a scale or random model ('tiny', 'shaped'), a folder name, a path or a hub id
     teacher: str                    # same convention, for on-policy distillation
     n_train: int|None               # training questions (None = all 7,473)
     n_test: int|None                # test questions (None = all 1,319)
@@ -49,8 +50,11 @@ class Preset:
     sft_questions: int|None = None  # SFT trains on at most this many warm-up questions (None: all of them)
     grpo_lr: float = 3e-5           # GRPO learning rate
     grpo_max_new_tokens: int|None = None   # GRPO's completion cap (None: max_new_tokens)
-    engines: int = 1                # generator processes for presampling (`engines.GeneratorPool`)
+    workers: int = 1                # generator processes for presampling (`pool.GeneratorPool`)
     mystery_steps: int|None = None  # chapter 07's runs through vLLM and its attempts (None: grpo_steps)
+    needs_gpu: bool = False         # refuse to start without a CUDA GPU (`require_gpu`; MATHWORKLOG_ALLOW_CPU=1 forces)
+    real_tokenizer: bool = False    # Qwen2.5's tokenizer and GSM8K itself: no offline fallback, no bundled problems
+    live: dict = field(default_factory=dict)   # chapter 08's live experiment: `LiveSettings` fields unlike the H200's
 
     @property
     def grpo_tokens(self) -> int: return self.grpo_max_new_tokens or self.max_new_tokens
@@ -65,20 +69,24 @@ QWEN25_05B_DIMS = dict(hidden_size=896, intermediate_size=4864, num_hidden_layer
 TINY_WORLD = dict(steps=(1, 3), max_operand=12, max_factor=4, ops="+-*/", max_value=120, p_money=0.4, p_product=0.4)
 
 # %% ../nbs/00_settings.ipynb #f51d78eb
+TINY_LIVE = dict(steps=20, prompts=4, gens=4, max_new_tokens=24, lr=1e-3, full_lr=1e-4, lr_schedule="constant",
+                 probe_tokens=32, max_model_len=None, kv_cache_gib=None)
+
 PRESETS = {
     "tiny": Preset("tiny", model="tiny", teacher="tiny-teacher", n_train=600, n_test=500, k=8, max_new_tokens=80,
                    gen_batch=256, sft_steps=100, sft_lr=3e-3, sft_batch=16, opd_steps=60, opd_lr=3e-4, grpo_steps=60,
                    grpo_prompts=8, num_generations=8, lora_r=16, eval_every=30, eval_k=1, save_every=5,
                    tiny_dims=TINY_DIMS, vocab_size=1024, world=TINY_WORLD, sft_questions=300, grpo_lr=8e-4,
-                   grpo_max_new_tokens=64, mystery_steps=30),
+                   grpo_max_new_tokens=64, mystery_steps=30, live=TINY_LIVE),
     "gpu": Preset("gpu", model="learning-start", teacher="shaped-teacher", n_train=32, n_test=32, k=4,
                   max_new_tokens=128, gen_batch=128, sft_steps=6, sft_lr=2e-5, sft_batch=8, opd_steps=3, opd_lr=1e-6,
                   grpo_steps=3, grpo_prompts=8, num_generations=8, lora_r=16, eval_every=2, eval_k=2, save_every=1,
-                  tiny_dims=QWEN25_05B_DIMS),
+                  tiny_dims=QWEN25_05B_DIMS, needs_gpu=True, real_tokenizer=True),
     "full": Preset("full", model="Qwen/Qwen2.5-0.5B-Instruct", teacher="Qwen/Qwen2.5-7B-Instruct", n_train=None,
                    n_test=None, k=8, max_new_tokens=512, gen_batch=256, sft_steps=300, sft_lr=1e-5, sft_batch=16,
                    opd_steps=200, opd_lr=2e-6, grpo_steps=500, grpo_prompts=16, num_generations=8, lora_r=16,
-                   eval_every=50, eval_k=8, save_every=50, engines=4, mystery_steps=300),
+                   eval_every=50, eval_k=8, save_every=50, workers=4, mystery_steps=300, needs_gpu=True,
+                   real_tokenizer=True),
 }
 
 # %% ../nbs/00_settings.ipynb #5b55e2b5
@@ -87,40 +95,6 @@ def get_preset(name: str|Preset) -> Preset:
     if isinstance(name, Preset): return name
     if name not in PRESETS: raise ValueError(f"Unknown preset {name!r}; choose one of {sorted(PRESETS)}.")
     return PRESETS[name]
-
-# %% ../nbs/00_settings.ipynb #2d19e586
-WORKLOG = {
-    "reward_max": (5.25, "the seven rewards' weighted maximum"),
-    "sft_questions": (2093, "0/k and k/k training questions the SFT warm-up trained on"),
-    "rl_questions": (4380, "training questions left for RL: the re-presample's 1…k−1 minus the SFT questions"),
-    "sft_loss_fp32": ((0.61, 0.27), "SFT loss first → last, fp32 master weights"),
-    "sft_loss_bf16_weights": ((0.61, 0.48), "SFT loss first → last, bf16 weights"),
-    "opd_teacher": ("91.7% correct, 77% exact format", "the 7B teacher, greedy, on the training questions"),
-    "presample_vllm_time": ("about a minute", "7,473 × 8 samples through vLLM"),
-    "step_check_spread": ("56% of groups; 85%", "groups of equal correctness in which step_check still varies"),
-    "averaging": ((0.89, 0.96), "average vs last update: relative norm, cosine"),
-    "sync_mismatch_fp32_unpatched": (((1, 0.0006), (20, 0.036)),
-                                     "trainer–vLLM log-prob mismatch, LoRA, fp32, unpatched: (step, value)"),
-    "sync_is_ratio_fp32_unpatched": (((1, 1.00), (20, 0.39)), "importance-sampling ratio, same run"),
-    "sync_mismatch_patched": (0.0006, "mismatch of the fixed run (wyua69fh), flat"),
-    "sync_is_ratio_patched": ((0.998, 1.005), "importance-sampling ratio range of the fixed run"),
-    "bf16_survival": (0.71, "share of the LoRA update that survives a bf16 merge"),
-    "merge_unmerge_leak": ((2.5e-4, 4e-9), "base-weight drift after 10 merge/unmerge cycles: bf16, fp32"),
-}
-
-# %% ../nbs/00_settings.ipynb #38d9d0f4
-def worklog(key: str):
-    "The worklog's published value for `key` (see `WORKLOG`)."
-    if key not in WORKLOG: raise KeyError(f"no worklog figure {key!r}; known: {sorted(WORKLOG)}")
-    return WORKLOG[key][0]
-
-# %% ../nbs/00_settings.ipynb #ee1465fa
-def beside_worklog(measured: dict, published: dict, label: str = "measured"):
-    "Measured figures beside the worklog's published ones, one row per figure; '—' where one side has none."
-    import pandas as pd
-    rows = list(measured) + [k for k in published if k not in measured]
-    return pd.DataFrame({label: [measured.get(r, "—") for r in rows], "worklog": [published.get(r, "—") for r in rows]},
-                        index=rows)
 
 # %% ../nbs/00_settings.ipynb #3ad4daaa
 def valid(name: str, value, ok, allowed: str):
@@ -164,6 +138,25 @@ def valid_choice(name: str, value, choices):
     choices = list(choices)
     return valid(name, value, lambda v: v in choices, "one of " + ", ".join(map(repr, choices)))
 
+# %% ../nbs/00_settings.ipynb #2d19e586
+CHAPTERS = ("02_baseline", "03_rewards", "04_presample", "05_sft", "06_opd", "07_grpo", "08_sync_bug",
+            "09_checkpoint_averaging", "10_results")
+CHAPTER_NEEDS = {                    # chapter: the chapters whose runs it reads
+    "05_sft": ("04_presample",),     # the warm-up / RL split
+    "06_opd": ("05_sft",),           # the SFT model and its re-presample
+    "07_grpo": ("06_opd",),          # the last warm-up's model and RL set
+    "09_checkpoint_averaging": ("07_grpo",),
+    "10_results": ("*",),            # every other chapter
+}
+
+ENGINES = {"generate": ("hf", "vllm"),                   # evaluation, presampling, the teacher's report
+           "rollout": ("hf", "colocate", "server")}     # GRPO's rollouts: the policy itself, or vLLM in TRL's modes
+
+def valid_engine(name: str, value: str, use: str = "generate") -> str:
+    "An engine name for `use` ('generate' or 'rollout'), or 'auto'."
+    valid_choice("use", use, ENGINES)
+    return valid_choice(name, value, ("auto", *ENGINES[use]))
+
 # %% ../nbs/00_settings.ipynb #c6a53afe
 @dataclass
 class Settings:
@@ -205,10 +198,14 @@ class MissingResourceError(FileNotFoundError):
     "A model, data set or device the run needs is not here; the message says how to provide it."
 
 # %% ../nbs/00_settings.ipynb #afe9f3c5
+def on_gpu() -> bool:
+    "True when torch sees a CUDA GPU: the one question the library asks about the machine's accelerator."
+    import torch
+    return torch.cuda.is_available()
+
 def pick_device() -> str:
     "cuda when a GPU is visible, else cpu."
-    import torch
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cuda" if on_gpu() else "cpu"
 
 # %% ../nbs/00_settings.ipynb #289cd89b
 def ran_on(preset=None) -> str:
@@ -219,13 +216,28 @@ def ran_on(preset=None) -> str:
     return f"{name}, {where}" if name else where
 
 # %% ../nbs/00_settings.ipynb #4f1ae7ca
-PRECISIONS = ("auto", "fp32", "bf16")
+PRECISIONS = ("auto", "fp32", "bf16")   # how the maths runs: 'auto' is bf16 autocast on a GPU, fp32 on a CPU
+WEIGHTS = ("fp32", "bf16")              # how the trained weights are stored: fp32 master weights, or bf16 itself
 
 def precision_flags(device: str|None = None, mode: str = "auto") -> dict:
     "Trainer precision flags: fp32 master weights always; bf16 autocast on a GPU unless `mode` is 'fp32'."
     valid_choice("precision", mode, PRECISIONS)
     bf16 = (device or pick_device()) == "cuda" and mode in ("auto", "bf16")
     return dict(bf16=bf16, fp16=False)
+
+# %% ../nbs/00_settings.ipynb #5d1e2f3a
+DTYPE_NAMES = {"fp32": "float32", "float32": "float32", "bf16": "bfloat16", "bfloat16": "bfloat16"}
+
+def dtype_name(x) -> str:
+    "'float32' or 'bfloat16' (what vLLM and `config.json` write) from 'fp32' / 'bf16', those names, or a torch dtype."
+    name = str(x).removeprefix("torch.")
+    valid_choice("dtype", name, DTYPE_NAMES)
+    return DTYPE_NAMES[name]
+
+def torch_dtype(x):
+    "The `torch.dtype` of 'fp32' / 'bf16' / 'float32' / 'bfloat16' or of a torch dtype."
+    import torch
+    return getattr(torch, dtype_name(x))
 
 # %% ../nbs/00_settings.ipynb #490a10d1
 def seed_everything(seed: int = 0):
@@ -247,10 +259,10 @@ def cpu_threads(n: int|None = None) -> int:
 
 # %% ../nbs/00_settings.ipynb #3a74796c
 def require_gpu(preset: str|Preset):
-    "The `gpu` and `full` presets need a CUDA GPU: say so instead of crawling on the CPU."
+    "A preset that `needs_gpu` stops here without a CUDA GPU, instead of crawling on the CPU."
     import torch
     p = get_preset(preset)
-    if p.name in ("gpu", "full") and not torch.cuda.is_available() and os.environ.get("MATHWORKLOG_ALLOW_CPU") != "1":
+    if p.needs_gpu and not torch.cuda.is_available() and os.environ.get("MATHWORKLOG_ALLOW_CPU") != "1":
         raise MissingResourceError(f"preset {p.name!r} needs a CUDA GPU and none is visible. Run it on a GPU machine "
                                    f"(papermill … -p preset {p.name}), or use preset='tiny' here; "
                                    f"set MATHWORKLOG_ALLOW_CPU=1 to force the CPU.")

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 import pandas as pd
 import torch
-from .settings import Settings, precision_flags, seed_everything, valid_choice, valid_int, valid_number
+from .settings import seed_everything, valid_int
 from .models import load_tokenizer, model_tokenizer
-from .runs import MetricsLogger, NaNGuard, RunStamp, save_run_model, tracking, without_printer
+from .training import TrainSettings, finish_training, load_policy, make_trainer, trl_args
 
 # %% auto #0
-__all__ = ['SFT_PRECISIONS', 'sft_dataset', 'reference_rewards', 'eval_rewards', 'bf16_half_spacing', 'movable_share',
-           'unchanged_share', 'SFTSettings', 'sft_config', 'train_sft']
+__all__ = ['sft_dataset', 'reference_rewards', 'eval_rewards', 'bf16_half_spacing', 'movable_share', 'unchanged_share',
+           'SFTSettings', 'sft_config', 'train_sft']
 
 # %% ../nbs/05_sft.ipynb #e2a2a7c8
 def sft_dataset(records: list[dict]):
@@ -72,27 +72,16 @@ def unchanged_share(before, after) -> float:
     return same / total
 
 # %% ../nbs/05_sft.ipynb #55efbaa4
-SFT_PRECISIONS = ("auto", "fp32", "bf16", "bf16-weights")
-
 @dataclass
-class SFTSettings(Settings):
+class SFTSettings(TrainSettings):
     "Every knob of the SFT warm-up; `from_preset` gives the preset's."
-    steps: int = 100
-    lr: float = 2e-5
     batch: int = 8
-    precision: str = "auto"        # auto | fp32 | bf16 | bf16-weights
     attn: str = "eager"            # the attention implementation
-    seed: int = 0
-    save_steps: int|None = None    # None: only at the end
     eval_n: int = 8                # examples of the SFT set scored before and after (the probe loss)
-    report_to: str|list|None = None  # where TRL also sends the logs: 'trackio', 'wandb', … (`runs.tracking`)
 
     def validate(self):
-        valid_int("steps", self.steps, 1)
-        valid_number("lr", self.lr, 0, lo_open=True)
+        TrainSettings.validate(self)
         valid_int("batch", self.batch, 1)
-        valid_choice("precision", self.precision, SFT_PRECISIONS)
-        if self.save_steps is not None: valid_int("save_steps", self.save_steps, 1)
         valid_int("eval_n", self.eval_n, 1)
 
     @classmethod
@@ -102,33 +91,11 @@ class SFTSettings(Settings):
 
 # %% ../nbs/05_sft.ipynb #47e82194
 def sft_config(out_dir: str, s: SFTSettings, run_id: str|None = None, **kw):
-    "TRL `SFTConfig` for the warm-up: completion-only loss, logging every step, NaN-visible logs."
+    "TRL `SFTConfig` for the warm-up: the shared flags (`training.trl_args`), completion-only loss, a cosine schedule."
     from trl import SFTConfig
-
-    flags = precision_flags(mode="bf16" if s.precision == "bf16-weights" else s.precision)
-    return SFTConfig(
-        output_dir=out_dir,
-        max_steps=s.steps,
-        learning_rate=s.lr,
-        per_device_train_batch_size=s.batch,
-        gradient_accumulation_steps=1,
-        logging_steps=1,
-        logging_nan_inf_filter=False,
-        save_strategy="steps",
-        save_steps=s.save_steps or s.steps,
-        save_only_model=True,
-        seed=s.seed,
-        completion_only_loss=True,
-        max_length=1024,
-        lr_scheduler_type="cosine",
-        warmup_steps=0,
-        gradient_checkpointing=False,
-        max_grad_norm=1.0,
-        dataloader_num_workers=0,
-        disable_tqdm=True,
-        **flags,
-        **(tracking(s.report_to, run_id) | kw)
-    )
+    return SFTConfig(**trl_args(s, out_dir, run_id), per_device_train_batch_size=s.batch, gradient_accumulation_steps=1,
+                     save_only_model=True, completion_only_loss=True, max_length=1024, lr_scheduler_type="cosine",
+                     warmup_steps=0, gradient_checkpointing=False, dataloader_num_workers=0, **kw)
 
 # %% ../nbs/05_sft.ipynb #7d035401
 def train_sft(
@@ -136,47 +103,21 @@ def train_sft(
     records: list[dict],  # the warm-up set (`data.prepare` rows)
     run_dir: str,  # the run folder: checkpoints/, metrics.jsonl, model/
     settings: SFTSettings | dict | None = None,
-    callbacks: list | None = None,  # more trainer callbacks (after the guard, stamp and logger)
+    callbacks: list | None = None,  # more trainer callbacks (before the metrics logger)
     tokenizer_path: str | None = None,  # None: the tokenizer saved with the model
 ) -> dict:
     "Fine-tune `model_path` on the records' tag-format references; save `model/` unless the NaN guard fired."
-    from transformers import AutoModelForCausalLM
     from trl import SFTTrainer
-
     s = SFTSettings.of(settings)
     ds = sft_dataset(records)
     seed_everything(s.seed)
     tok = load_tokenizer(tokenizer_path) if tokenizer_path else model_tokenizer(model_path)
-    dtype = torch.bfloat16 if s.precision == "bf16-weights" else torch.float32
-    m = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, attn_implementation=s.attn)
-    guard, run_id = NaNGuard(), Path(run_dir).name
-    cbs = [guard, RunStamp(run_id), MetricsLogger(Path(run_dir) / "metrics.jsonl"), *(callbacks or [])]
-    tr = without_printer(
-        SFTTrainer(
-            model=m,
-            args=sft_config(str(Path(run_dir) / "checkpoints"), s, run_id),
-            train_dataset=ds,
-            processing_class=tok,
-            callbacks=cbs,
-        )
-    )
+    tr, guard = make_trainer(SFTTrainer, run_dir, callbacks, args=sft_config(Path(run_dir)/"checkpoints", s,
+                                                                             Path(run_dir).name),
+                             model=load_policy(model_path, s, attn_implementation=s.attn), train_dataset=ds,
+                             processing_class=tok)
     probe = ds.select(range(min(len(ds), s.eval_n)))  # a fixed slice of the SFT set, scored before and after
     before = tr.evaluate(eval_dataset=probe, metric_key_prefix="before")["before_loss"]
     tr.train()
-    guard.check_weights(tr.model, tr.state.global_step)
-    losses = [h["loss"] for h in tr.state.log_history if "loss" in h]
-    out = dict(
-        run_id=run_id,
-        steps=tr.state.global_step,
-        first_loss=losses[0] if losses else None,
-        last_loss=losses[-1] if losses else None,
-        eval_loss_before=before,
-        nan_step=guard.fired_at,
-        nan_what=guard.what,
-        model_dir=None,
-    )
-    if not guard.fired:
-        out["eval_loss_after"] = tr.evaluate(eval_dataset=probe, metric_key_prefix="after")["after_loss"]
-        if tr.accelerator.is_main_process:
-            out["model_dir"] = save_run_model(tr, tok, run_dir)
-    return out
+    after = lambda t: dict(eval_loss_after=t.evaluate(eval_dataset=probe, metric_key_prefix="after")["after_loss"])
+    return finish_training(tr, guard, tok, run_dir, after) | dict(eval_loss_before=before)

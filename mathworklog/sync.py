@@ -15,394 +15,19 @@ from pathlib import Path
 import pandas as pd
 import torch
 from transformers import TrainerCallback
-from .engines import VLLMCopy, release_vllm, token_logprobs
+from .generation import release_vllm
 from .files import atomic_write_text, shown_path
-from .settings import Settings, ran_on, valid_choice, valid_int, valid_number
+from .settings import Settings, get_preset, ran_on, valid_choice, valid_int, valid_number, on_gpu
 from .worklog import beside
-from mathworklog.weights import (
-    SyncPatch,
-    SyncProbe,
-    SyncProbeCallback,
-    _snapshotting,
-    engine_loader,
-    lora_model,
-    patch_trl_lora_sync,
-    probe_batch,
-    trainer_vllm_copy,
-    transport_sync,
-    trl_generation_for,
-    trl_named_params,
-    use_server_transport,
-    vllm_transport,
-    weight_metadata,
-)
+from .weights import (SyncPatch, SyncProbe, SyncProbeCallback, patch_trl_lora_sync, probe_batch,
+                                 trainer_vllm_copy, use_server_transport)
+from .trace import start_model
 
 # %% auto #0
-__all__ = ['SYNC_MODES', 'REPRO_COLUMNS', 'QWEN3_06B_DIMS', 'LORA_TARGETS', 'NOISE_BANDS', 'LIVE_ARMS', 'LIVE_LOG_KEYS',
-           'LIVE_PRESETS', 'LIVE_GROWTH', 'LIVE_SERIES', 'LIVE_COLUMNS', 'start_model', 'trl_original_iter',
-           'reference_weights', 'arrival_table', 'stale_tail_bytes', 'matching_buffer', 'sync_into_engine',
-           'per_token_gap', 'probe_engine', 'visible_adapter', 'engine_reproduction', 'repro_view', 'bf16_survival',
-           'merge_unmerge_drift', 'sync_drift', 'meta_model', 'chunk_ids', 'stuck_layers', 'stuck_matrices', 'simulate',
-           'engine_log', 'noise_table', 'LiveSettings', 'live_settings', 'live_records', 'StopAt', 'noise_recording',
-           'fixed_kv_cache', 'arm_trainer', 'arm_series', 'close_colocated_engine', 'live_arm', 'merge_live_json',
-           'live_sync', 'live_growth', 'suspect', 'plot_live_sync', 'arm_figures', 'beside_sources', 'live_sync_table',
-           'live_noise_table', 'live_gap']
-
-# %% ../nbs/08_sync_bug.ipynb #c0656395
-def start_model(preset: str = "tiny", spec=None, tokenizer=None) -> str:
-    "`spec` (a model path or a run id) as a model path; None: `preset`'s student (its `model`)."
-    from mathworklog.models import model_from
-    from mathworklog.settings import get_preset
-    return model_from(get_preset(preset).model if spec is None else spec, tokenizer, preset)
-
-# %% ../nbs/08_sync_bug.ipynb #c9820938
-def trl_original_iter():
-    "TRL's own `_iter_named_params`, under whatever fix is installed."
-    from trl.generation.vllm_generation import VLLMGeneration
-    f = VLLMGeneration._iter_named_params
-    while hasattr(f, "__wrapped__"): f = f.__wrapped__
-    return f
-
-# %% ../nbs/08_sync_bug.ipynb #ba3aa158
-def reference_weights(model) -> tuple[dict, dict]:
-    "(merged, base) tensors under vLLM's names, read through TRL's own generator whatever fix is installed."
-    g, orig = trl_generation_for(model), trl_original_iter()
-    merged = {n: t.clone() for n, t in _snapshotting(orig)(g)}
-    base = {n: t.clone() for n, t in list(orig(g))}        # exhausted first: every view is unmerged
-    return merged, base
-
-# %% ../nbs/08_sync_bug.ipynb #408b92d1
-def arrival_table(model, received: dict, where: dict | None = None) -> pd.DataFrame:
-    "Per LoRA-updated tensor: its chunk, the fraction of the update that arrived, the update's squared norm (`norm2`)."
-    merged, base = reference_weights(model)
-    rows = []
-    for n in merged:
-        d = merged[n].double() - base[n].double()
-        if float(d.norm()) == 0:
-            continue
-        r = received[n].double().to(d.device) - base[n].double()
-        dd = float((d * d).sum())
-        rows.append(dict(name=n, chunk=(where or {}).get(n), fraction=float((r * d).sum()) / dd, norm2=dd))
-    return pd.DataFrame(rows)
-
-# %% ../nbs/08_sync_bug.ipynb #413ff202
-def stale_tail_bytes(sizes: list[int], buffer_size_bytes: int) -> int:
-    """Bytes of the last chunk when the end of the iterator closes it (they arrive as base weights); 0 when the buffer
-    closes it."""
-    total = 0
-    for s in sizes:
-        total += s
-        if total > buffer_size_bytes:
-            total = 0  # pack_tensors returns: this chunk is copied while the generator is suspended
-    return total
-
-# %% ../nbs/08_sync_bug.ipynb #aaec8b91
-def matching_buffer(named_tensors) -> int:
-    "A buffer that chunks a model like vLLM's 1 GiB chunks Qwen2.5-0.5B: the model's bytes in bf16 (one chunk in bf16)."
-    return sum(t.numel() * torch.finfo(torch.bfloat16).bits // 8 for _, t in named_tensors)
-
-# %% ../nbs/08_sync_bug.ipynb #9f1ba3de
-def sync_into_engine(llm, model, buffer_size_bytes: int, metadata: list | None = None,
-                     prebuilt: bool = False) -> tuple[dict, list]:  # send a list built before the sync starts
-    "One sync of `model` into `llm`, as a server receives it: (a copy of what arrived, by name; each chunk's names)."
-    got = {}
-    meta = metadata or weight_metadata(trl_named_params(model))   # TRL announces the metadata before its first sync
-    with engine_loader(llm) as load:
-        def keep_and_load(pairs):
-            got.update({n: t.detach().clone() for n, t in pairs})
-            load(pairs)
-        it = trl_named_params(model)
-        pairs = [next(it) for _ in meta] if prebuilt else it   # prebuilt: the generator is suspended, merged
-        chunks = vllm_transport(pairs, meta, keep_and_load, buffer_size_bytes)
-        collections.deque(it, maxlen=0)   # prebuilt: only now does TRL's generator run its last lines
-    return got, chunks
-
-# %% ../nbs/08_sync_bug.ipynb #55760663
-def per_token_gap(a, b, mask, keep: int) -> float:
-    "Mean |a − b| over the scored tokens (the last `keep` columns of `mask`)."
-    return float((a.cpu() - b.cpu()).abs().sum() / mask[:, -keep:].sum())
-
-# %% ../nbs/08_sync_bug.ipynb #d1384722
-def probe_engine(path: str, tokenizer, dtype, n_tokens: int):
-    "An in-process vLLM engine over `path` in `dtype` (a torch dtype), for rows of up to `n_tokens` tokens."
-    from mathworklog.engines import VLLMGenerator
-    return VLLMGenerator(path, tokenizer, dtype=str(dtype).removeprefix("torch."), in_process=True, enforce_eager=True,
-                         max_model_len=n_tokens + 16)
-
-# %% ../nbs/08_sync_bug.ipynb #af3eb958
-def visible_adapter(path: str, dtype, ids, mask, keep: int,
-                    gap: float = 0.2,  # nats per token between the merged and the base model, at least
-                    r: int = 8, scale: float = 0.05, doublings: int = 10, seed: int = 0):
-    "A random LoRA model over `path`, its adapter doubled until it moves the probe's log-probs by `gap`; (model, gap)."
-    torch.manual_seed(seed)  # PEFT draws the A matrices from torch's generator
-    pm = lora_model(path, r=r, dtype=dtype, scale=scale)
-    dev = next(pm.parameters()).device
-    ids, mask = ids.to(dev), mask.to(dev)
-    for _ in range(doublings + 1):
-        with pm.disable_adapter():
-            base_lp = token_logprobs(pm, ids, mask, keep)
-        got = per_token_gap(token_logprobs(pm, ids, mask, keep), base_lp, mask, keep)
-        if got >= gap: break
-        with torch.no_grad():
-            for n, p in pm.named_parameters():
-                if "lora_B" in n: p.mul_(2)
-    return pm, got
-
-# %% ../nbs/08_sync_bug.ipynb #da790b78
-def _chunk_rows(t: pd.DataFrame, chunks: list) -> list[dict]:
-    "Per chunk: its tensors, first and last name, LoRA matrices, how many arrived as base, the update's share."
-    rows = []
-    for i, names in enumerate(chunks):
-        c = t[t.chunk == i]
-        frac = float((c.fraction * c.norm2).sum() / c.norm2.sum()) if len(c) else float("nan")
-        rows.append(dict(chunk=i, tensors=len(names), first=names[0], last=names[-1], lora_matrices=len(c),
-                         stuck=int((c.fraction < 0.5).sum()), fraction=frac))
-    return rows
-
-# %% ../nbs/08_sync_bug.ipynb #a77d3914
-SYNC_MODES = {None: "unpatched", "piecewise": "piecewise", "clone": "clone", "out_of_place": "out_of_place"}
-
-def engine_reproduction(path: str, tokenizer, dtype, buffer_size_bytes: int, ids, mask, keep: int,
-                        modes=(None, "clone", "out_of_place"),  # keys of `SYNC_MODES` (None: TRL unpatched)
-                        gap: float = 0.2) -> tuple[pd.DataFrame, pd.DataFrame]:  # `visible_adapter`'s
-    "Sync a LoRA model over `path` into a fresh vLLM engine in each mode: (a row per mode, a row per mode and chunk)."
-    pm, _ = visible_adapter(path, dtype, ids, mask, keep, gap)
-    dev = next(pm.parameters()).device
-    merged_lp = token_logprobs(pm, ids.to(dev), mask.to(dev), keep)
-    with pm.disable_adapter():
-        base_lp = token_logprobs(pm, ids.to(dev), mask.to(dev), keep)
-    merged = reference_weights(pm)[0]
-    name, rows, chunk_rows = str(dtype).removeprefix("torch."), [], []
-    with probe_engine(path, tokenizer, dtype, ids.shape[1]) as gen:
-        copy = VLLMCopy(gen.llm)
-        floor = per_token_gap(copy.logprobs(ids, mask, keep), base_lp, mask, keep)   # the engine holds `path` now
-        for mode in modes:
-            fix = mode if mode in ("clone", "out_of_place") else None
-            t0 = time.perf_counter()
-            with patch_trl_lora_sync(fix) if fix else SyncPatch(None):
-                got, chunks = sync_into_engine(gen.llm, pm, buffer_size_bytes, prebuilt=mode == "piecewise")
-            secs = time.perf_counter() - t0
-            t = arrival_table(pm, got, {n: i for i, c in enumerate(chunks) for n in c})
-            per = _chunk_rows(t, chunks)
-            lp = copy.logprobs(ids, mask, keep)
-            chunk_rows += [dict(dtype=name, sync=SYNC_MODES[mode], **c) for c in per]
-            rows.append(dict(dtype=name, sync=SYNC_MODES[mode], chunks=len(chunks), lora_matrices=len(t),
-                             stuck=int((t.fraction < 0.5).sum()),
-                             fraction_per_chunk=" / ".join(f"{c['fraction']:.3f}" for c in per),
-                             vs_merged=per_token_gap(lp, merged_lp, mask, keep),
-                             vs_base=per_token_gap(lp, base_lp, mask, keep), floor=floor, tensors=len(got),
-                             exact_tensors=sum(torch.equal(got[n].cpu(), merged[n].cpu()) for n in got),
-                             seconds=round(secs, 3)))
-    return pd.DataFrame(rows), pd.DataFrame(chunk_rows)
-
-# %% ../nbs/08_sync_bug.ipynb #0e19c713
-REPRO_COLUMNS = {"dtype": "dtype", "sync": "sync", "chunks": "chunks", "lora_matrices": "LoRA matrices",
-                 "stuck": "arrive as base", "fraction_per_chunk": "update's share, per chunk",
-                 "vs_merged": "engine vs merged (nats/token)", "vs_base": "engine vs base (nats/token)",
-                 "floor": "floor (nats/token)", "tensors": "tensors", "exact_tensors": "equal to merged",
-                 "seconds": "sync (s)"}
-
-def repro_view(repro: pd.DataFrame) -> pd.DataFrame:
-    "`engine_reproduction`'s rows with readable headings, log-prob gaps to 3 significant digits."
-    out = repro[[c for c in REPRO_COLUMNS if c in repro]].copy()
-    for c in ("vs_merged", "vs_base", "floor"):
-        if c in out: out[c] = out[c].map(lambda v: float(f"{v:.3g}"))
-    return out.rename(columns=REPRO_COLUMNS).reset_index(drop=True)
-
-# %% ../nbs/08_sync_bug.ipynb #f445f897
-def bf16_survival(model_bf16) -> dict:
-    "Share of the exact LoRA update that survives bf16 merging, with the update's relative size."
-    merged, base = reference_weights(model_bf16)
-    num = den = wn = dn = 0.0
-    for mod_name, mod in model_bf16.named_modules():
-        if not hasattr(mod, "lora_A") or "default" not in getattr(mod, "lora_A", {}):
-            continue
-        exact = (mod.lora_B["default"].weight.double() @ mod.lora_A["default"].weight.double()) * mod.scaling["default"]
-        key = [n for n in merged if n.endswith(mod_name.removeprefix("base_model.model.") + ".weight")][0]
-        got = merged[key].double() - base[key].double()
-        num += float((got * exact).sum())
-        den += float((exact * exact).sum())
-        wn += float(base[key].double().norm() ** 2)
-        dn += float(exact.norm() ** 2)
-    return dict(survived=num / den, update_rel_norm=math.sqrt(dn / wn))
-
-# %% ../nbs/08_sync_bug.ipynb #e2df094f
-def _base_weights(model) -> dict:
-    return {n: p.detach().double().clone() for n, p in model.named_parameters() if "lora_" not in n}
-
-# %% ../nbs/08_sync_bug.ipynb #021632c5
-def _rel_change(model, before: dict) -> float:
-    now = _base_weights(model)
-    return math.sqrt(
-        sum(float((now[n] - before[n]).norm() ** 2) for n in before) / sum(float(before[n].norm() ** 2) for n in before)
-    )
-
-# %% ../nbs/08_sync_bug.ipynb #69384bac
-def merge_unmerge_drift(model, cycles: int = 10) -> float:
-    "Relative change of the base weights after `cycles` merge/unmerge cycles."
-    before = _base_weights(model)
-    for _ in range(cycles):
-        model.merge_adapter()
-        model.unmerge_adapter()
-    return _rel_change(model, before)
-
-# %% ../nbs/08_sync_bug.ipynb #55614869
-def sync_drift(model, syncs: int = 100, mode: str | None = "clone") -> float:
-    """Relative change of a LoRA model's base weights after `syncs` whole passes of TRL's sync generator, fixed by
-    `mode` (None: unpatched)."""
-    before = _base_weights(model)
-    with patch_trl_lora_sync(mode) if mode else SyncPatch(None):
-        for _ in range(syncs):
-            collections.deque(trl_named_params(model), maxlen=0)
-    return _rel_change(model, before)
-
-# %% ../nbs/08_sync_bug.ipynb #c4b61c8f
-QWEN3_06B_DIMS = dict(
-    hidden_size=1024,
-    intermediate_size=3072,
-    num_hidden_layers=28,
-    num_attention_heads=16,
-    num_key_value_heads=8,
-    head_dim=128,
-    max_position_embeddings=40960,
-    rope_theta=1e6,
-)
-
-
-def meta_model(kind: str):
-    "A weightless model with the real architecture: 'qwen2.5-0.5b' or 'qwen3-0.6b'."
-    from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
-    from mathworklog.settings import QWEN25_05B_DIMS
-
-    with torch.device("meta"):
-        if kind == "qwen2.5-0.5b":
-            return Qwen2ForCausalLM(Qwen2Config(vocab_size=151936, tie_word_embeddings=True, **QWEN25_05B_DIMS))
-        if kind == "qwen3-0.6b":
-            return Qwen3ForCausalLM(Qwen3Config(vocab_size=151936, tie_word_embeddings=True, **QWEN3_06B_DIMS))
-    raise ValueError(f"unknown model {kind!r}")
-
-# %% ../nbs/08_sync_bug.ipynb #a70c4f6d
-def chunk_ids(sizes: list[int], buffer_size_bytes: int = 1 << 30) -> list[int]:
-    "The chunk each tensor lands in, as `pack_tensors` fills a buffer of `buffer_size_bytes` (see `stale_tail_bytes`)."
-    chunk, total, out = 0, 0, []
-    for s in sizes:
-        out.append(chunk)
-        total += s
-        if total > buffer_size_bytes:
-            chunk, total = chunk + 1, 0
-    return out
-
-# %% ../nbs/08_sync_bug.ipynb #2b98c490
-def _named_sizes(model, dtype) -> tuple[list, list]:
-    "(names, bytes in `dtype`) of `model`'s parameters in `named_parameters()` order."
-    per = torch.tensor([], dtype=dtype).element_size()
-    names, sizes = zip(*[(n, p.numel() * per) for n, p in model.named_parameters()])
-    return list(names), list(sizes)
-
-def stuck_layers(model, dtype, buffer_size_bytes: int = 1 << 30) -> dict:
-    "Chunk the parameters as vLLM would; report the size and which decoder layers land in the last chunk."
-    names, sizes = _named_sizes(model, dtype)
-    chunks = chunk_ids(sizes, buffer_size_bytes)
-    last, by_layer = chunks[-1], {}
-    stale = last if stale_tail_bytes(sizes, buffer_size_bytes) else None   # None: the buffer closed the last chunk
-    for n, c in zip(names, chunks):
-        if m := re.search(r"layers\.(\d+)\.", n):
-            by_layer.setdefault(int(m.group(1)), []).append(c == stale)
-    full = sorted(l for l, v in by_layer.items() if all(v))
-    part = sorted(l for l, v in by_layer.items() if any(v) and not all(v))
-    touched = sorted(full + part)
-    return dict(
-        gigabytes=float(f"{sum(sizes) / 1e9:.3g}"),
-        chunks=last + 1,
-        stuck_layers=f"{full[0]}–{full[-1]}" if full else "none",
-        layers_touched=f"{touched[0]}–{touched[-1]}" if touched else "none",
-        n_stuck=len(full),
-        partly_stuck=",".join(map(str, part)) or "none",
-        of=model.config.num_hidden_layers,
-        everything_stuck=stale == 0,
-    )
-
-# %% ../nbs/08_sync_bug.ipynb #b9e71848
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-
-def stuck_matrices(model, dtype, buffer_size_bytes: int = 1 << 30) -> dict:
-    "LoRA's matrices (`LORA_TARGETS`) of `model`: how many there are, and how many land in the stale chunk."
-    names, sizes = _named_sizes(model, dtype)
-    chunks = chunk_ids(sizes, buffer_size_bytes)
-    stale = chunks[-1] if stale_tail_bytes(sizes, buffer_size_bytes) else None
-    lora = [c for n, c in zip(names, chunks) if n.endswith(".weight") and n.split(".")[-2] in LORA_TARGETS]
-    return dict(matrices=len(lora), stale=sum(c == stale for c in lora), reached=sum(c != stale for c in lora),
-                tensors=len(names), gigabytes=round(sum(sizes) / 1e9, 2))
-
-# %% ../nbs/08_sync_bug.ipynb #26633492
-def simulate(path: str, tokenizer, records,
-             steps: int = 6,
-             fixes=(None, "clone"),          # sync modes, each from a fresh adapter (None: TRL unpatched)
-             buffer_size_bytes: int = 1 << 30, lr: float = 1e-2, dtype=torch.float32,
-             max_tokens: int | None = None) -> pd.DataFrame:
-    "Train a LoRA model a few steps per mode, syncing into one vLLM engine after each step; the probe's rows."
-    ids, mask, keep = probe_batch(tokenizer, records, max_tokens=max_tokens)
-    out = []
-    with probe_engine(path, tokenizer, dtype, ids.shape[1]) as gen:
-        for fix in fixes:
-            torch.manual_seed(0)  # every mode from the same adapter (PEFT draws A from torch's generator; B is 0)
-            pm = lora_model(path, dtype=dtype, scale=0.0)
-            probe = SyncProbe(VLLMCopy(gen.llm, transport_sync(gen.llm, pm, buffer_size_bytes)), ids, mask, keep)
-            opt = torch.optim.AdamW([p for p in pm.parameters() if p.requires_grad], lr=lr)
-            d = next(pm.parameters()).device
-            with patch_trl_lora_sync(fix) if fix else SyncPatch(None):
-                probe.copy.sync()
-                probe(pm, 0)
-                for step in range(1, steps + 1):
-                    lp = token_logprobs(pm, ids.to(d), mask.to(d), keep, grad=True)
-                    (-lp.sum() / mask[:, -keep:].sum()).backward()
-                    opt.step()
-                    opt.zero_grad()
-                    probe.copy.sync()
-                    probe(pm, step)
-            out += [dict(sync=fix or "unpatched", **row) for row in probe.rows]
-    return pd.DataFrame(out)
-
-# %% ../nbs/08_sync_bug.ipynb #a04baf63
-@contextlib.contextmanager
-def engine_log(path):
-    "For the block, what is written to stderr (Python's `sys.stderr` and file descriptor 2) goes to the file `path`."
-    import sys
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f, contextlib.redirect_stderr(f):
-        sys.__stderr__.flush()
-        saved = os.dup(2)
-        os.dup2(f.fileno(), 2)
-        try:
-            yield path
-        finally:
-            f.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-
-# %% ../nbs/08_sync_bug.ipynb #e710552d
-NOISE_BANDS = ((0.9, 1.01, "> 0.9"), (0.5, 0.9, "0.5–0.9"), (0.1, 0.5, "0.1–0.5"), (0.0, 0.1, "< 0.1"))
-
-
-def noise_table(logp_sampler, logp_trainer) -> pd.DataFrame:
-    "Mean |log p_sampler − log p_trainer| and share of tokens, by the sampler's probability band."
-    a, b = (
-        torch.as_tensor(logp_sampler, dtype=torch.float64).flatten(),
-        torch.as_tensor(logp_trainer, dtype=torch.float64).flatten(),
-    )
-    p, d, rows = a.exp(), (a - b).abs(), []
-    for lo, hi, name in NOISE_BANDS:
-        m = (p >= lo) & (p < hi)
-        rows.append(
-            dict(
-                band=name,
-                share=float(m.double().mean()),
-                mean_abs_diff=float(d[m].mean()) if m.any() else float("nan"),
-                tokens=int(m.sum()),
-            )
-        )
-    return pd.DataFrame(rows)
+__all__ = ['LIVE_ARMS', 'LIVE_LOG_KEYS', 'LIVE_GROWTH', 'LIVE_SERIES', 'LIVE_COLUMNS', 'LiveSettings', 'live_settings',
+           'live_records', 'StopAt', 'noise_recording', 'fixed_kv_cache', 'arm_trainer', 'arm_series',
+           'close_colocated_engine', 'live_arm', 'merge_live_json', 'live_sync', 'live_growth', 'suspect',
+           'plot_live_sync', 'arm_figures', 'beside_sources', 'live_sync_table', 'live_noise_table', 'live_gap']
 
 # %% ../nbs/08_sync_bug.ipynb #dd7ee7cf
 LIVE_ARMS = {
@@ -458,16 +83,10 @@ def validate(self: LiveSettings):
     valid_number("gpu_memory_utilization", self.gpu_memory_utilization, 0, 1, lo_open=True)
     if self.max_model_len is not None: valid_int("max_model_len", self.max_model_len, 1)
 
-# %% ../nbs/08_sync_bug.ipynb #22d78ef7
-LIVE_PRESETS = {
-    "tiny": dict(steps=20, prompts=4, gens=4, max_new_tokens=24, lr=1e-3, full_lr=1e-4, lr_schedule="constant",
-                 probe_tokens=32, max_model_len=None, kv_cache_gib=None),
-}  # preset: its `LiveSettings` fields that differ from the H200's
-
 # %% ../nbs/08_sync_bug.ipynb #3f7ed549
 def live_settings(preset: str = "tiny", **kw) -> LiveSettings:
-    "The live experiment's settings for `preset` (the H200's defaults for any preset not in `LIVE_PRESETS`), then `kw`."
-    return LiveSettings.of(LIVE_PRESETS.get(preset, {}), **kw)
+    "The live experiment's settings for `preset` (the H200's defaults, updated by the preset's `live`), then `kw`."
+    return LiveSettings.of(get_preset(preset).live, **kw)
 
 # %% ../nbs/08_sync_bug.ipynb #3910bfdb
 def live_records(preset: str, s: LiveSettings) -> tuple[list, list]:
@@ -510,7 +129,7 @@ def fixed_kv_cache(gib: float | None):
     import functools
     import trl.generation.vllm_generation as vg
     saved = vg.LLM
-    if gib and torch.cuda.is_available():
+    if gib and on_gpu():
         vg.LLM = functools.partial(vg.LLM, kv_cache_memory_bytes=int(gib * 2**30))
     try: yield
     finally: vg.LLM = saved
@@ -520,11 +139,11 @@ def arm_trainer(arm: str, start: str, s: LiveSettings, tokenizer, records, probe
                 callbacks=()):
     "The colocate `GRPOTrainer` of one arm of `LIVE_ARMS`, its sync through the server's transport, the probe on."
     from transformers import AutoModelForCausalLM
-    from mathworklog.grpo import GRPOSettings, _grpo_dataset, grpo_config, recording_trainer_class
+    from mathworklog.grpo import GRPOSettings, grpo_dataset, grpo_config, recording_trainer_class
     from mathworklog.rewards import REWARD_FUNCS
     from mathworklog.runs import without_printer
     from mathworklog.settings import lora_config, seed_everything
-    from mathworklog.weights import colocate_engine
+    from mathworklog.weights import colocated_vllm
     dtype, lora, _ = LIVE_ARMS[arm]
     gs = GRPOSettings(steps=s.steps, prompts_per_step=s.prompts, num_generations=s.gens,
                       max_completion_length=s.max_new_tokens, lr=s.lr if lora else s.full_lr, lora_r=s.lora_r,
@@ -535,9 +154,9 @@ def arm_trainer(arm: str, start: str, s: LiveSettings, tokenizer, records, probe
     cfg = grpo_config(str(out_dir), gs, **over)
     seed_everything(s.seed)
     model = AutoModelForCausalLM.from_pretrained(start, dtype=getattr(torch, dtype))
-    with colocate_engine(dtype), fixed_kv_cache(s.kv_cache_gib):
+    with colocated_vllm(dtype), fixed_kv_cache(s.kv_cache_gib):
         tr = noise_recording(recording_trainer_class())(
-            model=model, reward_funcs=REWARD_FUNCS, args=cfg, train_dataset=_grpo_dataset(records),
+            model=model, reward_funcs=REWARD_FUNCS, args=cfg, train_dataset=grpo_dataset(records),
             processing_class=tokenizer, peft_config=lora_config(s.lora_r) if lora else None)
     without_printer(tr)
     use_server_transport(tr, s.buffer_size_bytes)

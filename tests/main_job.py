@@ -41,7 +41,7 @@ def run_main_job(tmp: Path) -> dict:
     try:
         repo = fresh_copy(tmp)
         assert not (repo.parent / "shared").exists()
-        p = subprocess.run([sys.executable, "-c", "from mathworklog.results import worklog_main; worklog_main()",
+        p = subprocess.run([sys.executable, "-c", "from mathworklog.runner import worklog_main; worklog_main()",
                             "--preset", "tiny"], cwd=repo, env=fresh_env(repo, tmp), capture_output=True, text=True,
                            timeout=TIMEOUT)
         res |= dict(returncode=p.returncode, stdout=p.stdout, stderr=p.stderr)

@@ -10,7 +10,8 @@ from mathworklog.procs import free_port
 from mathworklog.data import load_gsm8k, prepare, preset_tokenizer
 from mathworklog.rewards import REWARD_WEIGHTS
 from mathworklog.grpo import train_grpo
-from mathworklog.engines import VLLMServer, choose_engine
+from mathworklog.procs import VLLMServer
+from mathworklog.generation import choose_engine
 from mathworklog.runs import read_metrics
 
 STANDIN = [sys.executable, "-c", "import http.server,sys\nclass H(http.server.BaseHTTPRequestHandler):\n"
@@ -58,7 +59,7 @@ def test_grpo_records_and_resumes(tmp_path):
     assert {"entropy", "grad_norm", "zero_signal/total", "frac_reward_zero_std"} <= set(m.columns)
 
 def test_grpo_with_rollout_engine_evaluates_and_resumes(tmp_path):
-    "The RolloutEngine path (what a GPU runs) on the CPU: training, evaluation on the copy, resume."
+    "The RolloutCopy path (what a GPU runs) on the CPU: training, evaluation on the copy, resume."
     tok = preset_tokenizer("tiny")
     recs = prepare(load_gsm8k("train", n=4))
     test = prepare(load_gsm8k("test", n=2))

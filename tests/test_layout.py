@@ -68,3 +68,41 @@ def test_papermill_reads_every_parameter():
         src = "".join(params[0]["source"])
         assigned = [t.id for n in ast.parse(src).body if isinstance(n, ast.Assign) for t in n.targets]
         assert list(pm.inspect_notebook(str(nb))) == assigned, nb.name
+
+
+def test_modules_stay_small():
+    "Each module holds one idea: at most 500 lines (the generated `_modidx.py` aside)."
+    big = {p.name: n for p in sorted((ROOT/"mathworklog").glob("*.py"))
+           if p.name != "_modidx.py" and (n := len(p.read_text().splitlines())) > 500}
+    assert not big, big
+
+
+def test_functions_take_few_parameters():
+    "No function of the package takes more than 8 parameters (`self` and `cls` not counted): pass a settings object."
+    many = {}
+    for p in sorted((ROOT/"mathworklog").glob("*.py")):
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = n.args
+                k = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs)
+                k -= bool(a.args) and a.args[0].arg in ("self", "cls")
+                if k > 8: many[f"{p.stem}.{n.name}"] = k
+    assert not many, many
+
+
+def test_no_private_name_crosses_modules():
+    "A name starting with `_` is its module's own: no module imports one from another module of the package."
+    bad = []
+    for p in sorted((ROOT/"mathworklog").glob("*.py")):
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").startswith("mathworklog")):
+                bad += [f"{p.stem}: {a.name} from {n.module}" for a in n.names if a.name.startswith("_")]
+    assert not bad, bad
+
+
+def test_notebooks_do_not_edit_sys_path():
+    "Notebooks import the package and nothing around it: no `sys.path` edits (bench's readers live in `reports`)."
+    bad = [f"{nb.name}[{i}]" for nb in sorted((ROOT/"nbs").glob("*.ipynb"))
+           for i, c in enumerate(json.loads(nb.read_text())["cells"])
+           if c["cell_type"] == "code" and re.search(r"sys\.path\.(insert|append)|sys\.path\s*[+]?=", "".join(c["source"]))]
+    assert not bad, bad

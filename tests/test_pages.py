@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat, nbformat.v4 as nbf
 import pytest
 
-from mathworklog.results import render_pages
+from mathworklog.runner import render_pages
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("MATHWORKLOG_CHROMIUM") or shutil.which("chromium")
@@ -209,13 +209,13 @@ def test_broken_pages_are_reported(tab, tmp_path):
 def test_main_job_pages(tab, tmp_path, capsys):
     """The main job (`mathworklog-worklog`) on one real chapter, 03_rewards at preset tiny: it ends by rendering the
     pages and says where the index is; the chapter's page shows its tables, no error and no `#|` directive."""
-    from mathworklog.results import worklog_main
+    from mathworklog.runner import worklog_main
 
     worklog_main(["--preset", "tiny", "--only", "03_rewards"])
     line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("the worklog as pages: "))
     index = Path(line.removeprefix("the worklog as pages: "))
     r = check_run(tab, index, tmp_path / "shots", ["03_rewards"], stderr_ok=True)
-    from mathworklog.results import chapter_title
+    from mathworklog.runner import chapter_title
     want = chapter_title(nbformat.read(ROOT / "nbs" / "03_rewards.ipynb", as_version=4))
     assert want.startswith("Rewards") and r["03_rewards"]["title"] == want and r["03_rewards"]["tables"] >= 1
     assert re.search(r"[0-9.]+ s<", index.read_text())                     # the chapter's time, from meta.json

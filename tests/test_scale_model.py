@@ -107,7 +107,7 @@ def test_models_load_in_fp32_for_training():
 def greedy():
     "Greedy answers of both shipped models to the first `n_test` test questions, graded by the library."
     import torch
-    from mathworklog.engines import HFGenerator
+    from mathworklog.generation import HFGenerator
     from mathworklog.evaluate import evaluate_model
     tok = preset_tokenizer("tiny")
     recs = prepare(load_gsm8k("test", n=FIGURES["knobs"]["eval"]["n_test"], preset="tiny"))

@@ -11,7 +11,8 @@ vllm = pytest.importorskip("vllm", reason="vLLM is not installed: pip install 'm
 pytestmark = pytest.mark.vllm
 
 from mathworklog.data import load_gsm8k, prepare, preset_tokenizer, render_prompt
-from mathworklog.engines import HFGenerator, VLLMCopy, VLLMGenerator, release_vllm, token_logprobs
+from mathworklog.generation import HFGenerator, VLLMGenerator, release_vllm, token_logprobs
+from mathworklog.copies import VLLMCopy
 from mathworklog.models import load_tokenizer, model_path
 from mathworklog.weights import SyncPatch, lora_model, patch_trl_lora_sync, probe_batch, receive_through_vllm
 from mathworklog.weights import trl_named_params
@@ -119,10 +120,10 @@ def test_vllm_copy_logprobs_match_hf(path, tok):
 
 def test_generator_pool_of_vllm_engines(path, tok, prompts):
     "Chapter 04's pool: two engines in two worker processes give one engine's greedy texts, in prompt order."
-    from mathworklog.engines import GeneratorPool
+    from mathworklog.pool import GeneratorPool
     with engine(path, tok) as g: one = g.generate(prompts, n=1, temperature=0.0, max_new_tokens=16)
     release_vllm()
-    with GeneratorPool(path, tok, "vllm", engines=2, dtype="float32", gpu_memory_utilization=0.5, enforce_eager=True,
+    with GeneratorPool(path, tok, "vllm", workers=2, dtype="float32", gpu_memory_utilization=0.5, enforce_eager=True,
                        max_model_len=1024) as pool:
         two = pool.generate(prompts, n=1, temperature=0.0, max_new_tokens=16)
         sampled = pool.generate(prompts, n=2, temperature=1.0, max_new_tokens=16)
@@ -201,7 +202,7 @@ START_INTERRUPTED = r'''
 import os, signal, sys, time
 import psutil
 signal.signal(signal.SIGINT, signal.default_int_handler)   # Ctrl-C raises, even where the parent ignored SIGINT
-from mathworklog.engines import VLLMGenerator
+from mathworklog.generation import VLLMGenerator
 path = sys.argv[1]
 from transformers import AutoTokenizer
 tok = AutoTokenizer.from_pretrained(path)
@@ -240,9 +241,9 @@ def test_ctrl_c_during_engine_start_leaves_nothing_running(path, tmp_path):
 POOL_OWNER = r'''
 import sys, time
 from transformers import AutoTokenizer
-from mathworklog.engines import GeneratorPool
+from mathworklog.pool import GeneratorPool
 path = sys.argv[1]
-pool = GeneratorPool(path, AutoTokenizer.from_pretrained(path), "vllm", engines=2, dtype="float32", max_model_len=512)
+pool = GeneratorPool(path, AutoTokenizer.from_pretrained(path), "vllm", workers=2, dtype="float32", max_model_len=512)
 pool.generate(["12 apples"], max_new_tokens=4)
 print("WORKERS", *[p.pid for p in pool.procs], flush=True)
 time.sleep(600)

@@ -188,7 +188,7 @@ def save_half(model, tok, folder: Path, dtype: str = "bfloat16"):
 # ---------------------------------------------------------------- evaluation (the library's generator and grading)
 def generate(model, tok, questions, n=1, temperature=0.0, max_new_tokens=96, seed=0) -> list[list[str]]:
     "`n` completions per question under the worklog's system prompt (`engines.HFGenerator`, 256 sequences a call)."
-    from mathworklog.engines import HFGenerator
+    from mathworklog.generation import HFGenerator
     g = HFGenerator(model, tok, batch_size=256, fast=False)
     return g.generate([render_prompt(tok, q) for q in questions], n=n, temperature=temperature,
                       max_new_tokens=max_new_tokens, seed=seed).texts
