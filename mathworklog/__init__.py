@@ -13,6 +13,7 @@ Modules:
 - `mathworklog.pool`: The door every chapter goes through to generate: `make_generator` builds one generator (HF or vLLM, by the one "auto" rule) or a pool of them in worker processes, and `generating` closes it after the block.
 - `mathworklog.presample`: Every training question sampled k times before training starts, graded strictly and leniently: the questions GRPO can learn from, the ones it cannot, and the scare a strict count gave.
 - `mathworklog.procs`: Child processes, and everything they start, that die with their owner; and `accelerate launch` for several processes.
+- `mathworklog.reports`: How the bench scripts' JSON reads, for the README and the chapters: one renderer per JSON file, registered with the script that writes it, and `measured_markdown` joining them in order.
 - `mathworklog.results`: Where the worklog's runs ended, in its final table, with the run of this project that plays each part beside it; every run's held-out figures, read only from what the runs wrote under `runs/`.
 - `mathworklog.rewards`: The worklog's first run paid for correctness and format and did not move; its rollout table said why. Here the student's own rollouts tell the same story, and the partial rewards that followed, seven in all, with TRL's signature.
 - `mathworklog.runner`: The whole worklog in one command: every chapter through papermill, two at a time where they do not read each other's runs, into one `worklog-…` run folder, then the executed chapters as HTML pages.

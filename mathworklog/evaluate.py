@@ -12,7 +12,7 @@ from .data import (answer_value, first_number, format_number, grade, lenient_ans
                               render_prompt, solution_text, strict_answer, TAGS)
 
 # %% auto #0
-__all__ = ['CRITERIA', 'CRITERIA_NAMES', 'MISPLACED', 'score_records', 'summarize', 'evaluate_model', 'heldout_eval',
+__all__ = ['CRITERIA', 'CRITERIA_NAMES', 'SAMPLING', 'MISPLACED', 'score_records', 'summarize', 'evaluate_model', 'heldout_eval',
            'criteria_frame', 'compare_evals', 'misplaced', 'misplaced_table']
 
 # %% ../nbs/02_baseline.ipynb #af15833a
@@ -45,49 +45,37 @@ def summarize(df: pd.DataFrame) -> dict:
     return out
 
 # %% ../nbs/02_baseline.ipynb #9d1ae87e
-def evaluate_model(
-    generator,
-    tokenizer,
-    records: list[dict],
-    n: int = 1,  # samples per question
-    temperature: float = 0.0,  # 0: greedy
-    max_new_tokens: int = 512,
-    run=None,  # save the records and the table under `run/eval/`
-    name: str = "eval",  # the file names: `<name>.jsonl`, `<name>.table.json`
-    seed: int = 0,
-) -> tuple[pd.DataFrame, dict]:
-    "Generate `n` answers per question, grade them, save them under `run`; (records, table)."
+SAMPLING = dict(n=1, temperature=0.0, max_new_tokens=512, seed=0)   # greedy, one answer per question
+
+def evaluate_model(generator, tokenizer, records: list[dict],
+                   run=None,            # save the records and the table under `run/eval/`
+                   name: str = "eval",  # the file names: `<name>.jsonl`, `<name>.table.json`
+                   **sampling) -> tuple[pd.DataFrame, dict]:   # `generate`'s n, temperature, max_new_tokens, seed
+    "Generate answers to each question (greedy by default, `SAMPLING`), grade them, save them under `run`."
+    kw = SAMPLING | sampling
     prompts = [render_prompt(tokenizer, r["question"]) for r in records]
-    g = generator.generate(prompts, n=n, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
+    g = generator.generate(prompts, **kw)
     df = score_records(records, g.texts)
-    table = summarize(df) | dict(
-        temperature=temperature, tokens=g.n_tokens, seconds=round(g.seconds, 2), tokens_per_s=round(g.tokens_per_s, 1)
-    )
+    table = summarize(df) | dict(temperature=kw["temperature"], tokens=g.n_tokens, seconds=round(g.seconds, 2),
+                                 tokens_per_s=round(g.tokens_per_s, 1))
     if run is not None:  # atomic, and never over an earlier evaluation of the same name
         run.save_table(df, f"eval/{name}.jsonl")
         run.save_json(table | {"run_id": run.id}, f"eval/{name}.table.json")
     return df, table
 
 # %% ../nbs/02_baseline.ipynb #4d28edbf
-def heldout_eval(
-    generator,
-    tokenizer,
-    test: list[dict],
-    run=None,
-    prefix: str = "",
-    k: int = 4,
-    max_new_tokens: int = 512,
-    seed: int = 0,
-) -> dict:
+def heldout_eval(generator, tokenizer, test: list[dict], run=None,
+                 prefix: str = "",           # the evaluations' names start with it: `<prefix>greedy`, `<prefix>sampled`
+                 k: int = 4,                 # samples per question at T=1
+                 max_new_tokens: int = 512, seed: int = 0) -> dict:
     "The test questions greedily (`<prefix>greedy`) and `k` samples each at T=1 (`<prefix>sampled`), saved under `run`."
     from mathworklog.settings import valid_int
 
     valid_int("k", k, 1)
-    kw = dict(max_new_tokens=max_new_tokens, run=run, seed=seed)
-    return dict(
-        greedy=evaluate_model(generator, tokenizer, test, n=1, temperature=0.0, name=f"{prefix}greedy", **kw)[1],
-        sampled=evaluate_model(generator, tokenizer, test, n=k, temperature=1.0, name=f"{prefix}sampled", **kw)[1],
-    )
+    kw = dict(max_new_tokens=max_new_tokens, seed=seed)
+    return dict(greedy=evaluate_model(generator, tokenizer, test, run, f"{prefix}greedy", **kw)[1],
+                sampled=evaluate_model(generator, tokenizer, test, run, f"{prefix}sampled", n=k, temperature=1.0,
+                                       **kw)[1])
 
 # %% ../nbs/02_baseline.ipynb #a933e5ff
 def criteria_frame(table: dict) -> pd.DataFrame:
