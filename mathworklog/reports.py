@@ -14,8 +14,8 @@ from .files import project_root
 # %% auto #0
 __all__ = ['HELDOUT', 'RENDERERS', 'PRESAMPLE_ROWS', 'grpo_controls', 'grpo_part_gaps', 'grpo_learns_rows', 'renders',
            'grpo_step_md', 'rollout_throughput_md', 'presample_full_md', 'vllm_tests_md', 'learning_start_md',
-           'live_sync_md', 'grpo_learns_md', 'stream_race_md', 'vllm_engines_md', 'logprob_memory_md', 'cpu_engines_md',
-           'measured_markdown']
+           'suspect', 'live_sync_md', 'grpo_learns_md', 'stream_race_md', 'vllm_engines_md', 'logprob_memory_md',
+           'cpu_engines_md', 'measured_markdown']
 
 # %% ../nbs/01h_reports.ipynb #d4d9bccf
 def _num(v, fmt="{:,.0f}"):
@@ -247,10 +247,14 @@ def _at4(s: dict, key: str, i: int) -> str:
     "Entry `i` of run `s`'s series `key` to four decimals ('not measured' without one)."
     return _num(_at(s, key, i), "{:.4f}")
 
+# %% ../nbs/01h_reports.ipynb #1dc6e2ed
+def suspect(arm: dict) -> bool:
+    "An arm flagged by whoever ran it (its `note` starts with SUSPECT): drawn dashed, marked in tables."
+    return str(arm.get("note", "")).startswith("SUSPECT")
+
 # %% ../nbs/01h_reports.ipynb #d468a361
 def _arm_row(arm: str, s: dict) -> str:
     "One arm of the live sync experiment: step 1 → largest → last of TRL's gap, the probe, the drifts, the reward."
-    from mathworklog.sync import suspect
     diff, r = _present(s.get("sampling_logp_difference")), _present(s.get("reward"))
     return _row(arm, s["steps"], f"{s.get('lr', math.nan):g}",
                 f"{_at4(s, 'sampling_logp_difference', 0)} → {_num(max(diff, default=None), '{:.4f}')} → "

@@ -22,12 +22,13 @@ from .worklog import beside
 from .weights import (SyncPatch, SyncProbe, SyncProbeCallback, patch_trl_lora_sync, probe_batch,
                                  trainer_vllm_copy, use_server_transport)
 from .trace import start_model
+from .reports import suspect
 
 # %% auto #0
 __all__ = ['LIVE_ARMS', 'LIVE_LOG_KEYS', 'LIVE_GROWTH', 'LIVE_SERIES', 'LIVE_COLUMNS', 'LiveSettings', 'live_settings',
            'live_records', 'StopAt', 'noise_recording', 'fixed_kv_cache', 'arm_trainer', 'arm_series',
-           'close_colocated_engine', 'live_arm', 'merge_live_json', 'live_sync', 'live_growth', 'suspect',
-           'plot_live_sync', 'arm_figures', 'beside_sources', 'live_sync_table', 'live_noise_table', 'live_gap']
+           'close_colocated_engine', 'live_arm', 'merge_live_json', 'live_sync', 'live_growth', 'plot_live_sync',
+           'arm_figures', 'beside_sources', 'live_sync_table', 'live_noise_table', 'live_gap']
 
 # %% ../nbs/08_sync_bug.ipynb #dd7ee7cf
 LIVE_ARMS = {
@@ -263,12 +264,6 @@ LIVE_SERIES = (
     ("trainer_drift", "probe: the trainer's drift from the start", "nats/token"),
     ("vllm_drift", "probe: vLLM's drift from the start", "nats/token"),
 )  # (series, what it is, its unit)
-
-
-def suspect(arm: dict) -> bool:
-    """An arm flagged by whoever ran it (its `note` starts with SUSPECT): drawn dashed, marked in
-    tables."""
-    return str(arm.get("note", "")).startswith("SUSPECT")
 
 # %% ../nbs/08_sync_bug.ipynb #7c504831
 def plot_live_sync(sources,                 # {label: path of a live_sync.json}, or one path; label: where it ran
