@@ -266,19 +266,18 @@ def _arm_row(arm: str, s: dict) -> str:
 # %% ../nbs/01h_reports.ipynb #0bd608c2
 @renders("live_sync.json", "bench/live_sync.py (its `arms`)")
 def live_sync_md(live: dict, folder: Path) -> list[str]:
-    "The live sync experiment's arms (`sync.LIVE_ARMS`) side by side; the arms without series named."
-    from mathworklog.sync import LIVE_ARMS
+    "The live sync experiment's arms side by side, in the JSON's order; the arms without series named."
     lv = live.get("arms") or {}
     if not lv:
         return []
-    ran = [a for a in LIVE_ARMS if (lv.get(a) or {}).get("steps")]
+    ran = [a for a in lv if (lv.get(a) or {}).get("steps")]
     out = ["Live sync experiment (`bench/live_sync.py`, GRPO through TRL's colocated vLLM from the learning start; "
            "step 1 → largest → last; suspect: the run's own note says its trainer stopped learning):", "",
            "| arm | steps | lr | TRL log-prob difference | IS ratio, last | probe: trainer vs vLLM "
            "| trainer drift, last | vLLM drift, last | reward, first 10 → last 10 | |", _rule(10)]
     out += [_arm_row(a, lv[a]) for a in ran]
-    if len(ran) < len(LIVE_ARMS):
-        out.append("No series (see the JSON's note): " + ", ".join(a for a in LIVE_ARMS if a not in ran) + ".")
+    if len(ran) < len(lv):
+        out.append("No series (see the JSON's note): " + ", ".join(a for a in lv if a not in ran) + ".")
     return out + [""]
 
 # %% ../nbs/01h_reports.ipynb #e4b46a46
