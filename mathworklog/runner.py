@@ -7,17 +7,18 @@ Docs: https://mathworklog.github.io/mathworklog/runner.html.md"""
 
 # %% ../nbs/11_runner.ipynb #b4e5f607
 from __future__ import annotations
-import argparse, contextlib, json, os, re, time
+import argparse, contextlib, json, os, re, sys, time
 from pathlib import Path
 import pandas as pd
 from .files import project_root
-from .runs import find_runs, latest_run, new_run
-from .settings import CHAPTER_NEEDS, CHAPTERS, on_gpu
-from .results import evidence, results_table
+from .runs import Run, find_runs, latest_run, new_run
+from .settings import CHAPTERS, on_gpu
+from .chain import run_chapters
+from .results import evidence
 
 # %% auto #0
 __all__ = ['OFFLINE_TEMPLATE', 'for_reader', 'chapter_title', 'error_outputs', 'page_html', 'index_html', 'render_pages',
-           'chapters', 'ready', 'run_worklog', 'export_worklog', 'worklog_markdown', 'worklog_main']
+           'run_worklog', 'export_worklog', 'worklog_markdown', 'worklog_main']
 
 # %% ../nbs/11_runner.ipynb #8db7ff0c
 OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
@@ -116,67 +117,40 @@ def render_pages(run_dir) -> Path:
     if res.get("total_seconds") is not None: note += f"; {res['total_seconds']:.0f} s in all"
     return atomic_write_text(run_dir / "pages" / "index.html", index_html(f"Worklog {run_dir.name}", rows, note))
 
-# %% ../nbs/11_runner.ipynb #0fdcd1f7
-def chapters() -> list[Path]:
-    "The story's chapter notebooks in order (`settings.CHAPTERS`): the notebooks the runner executes."
-    return [project_root()/"nbs"/f"{c}.ipynb" for c in CHAPTERS]
-
-# %% ../nbs/11_runner.ipynb #c22cc3d4
-def ready(stem: str, done: set, todo: list[str]) -> bool:
-    "True when every chapter `stem` reads (`settings.CHAPTER_NEEDS`) is done (or not being run)."
-    needs = CHAPTER_NEEDS.get(stem, ())
-    if "*" in needs: return all(t in done for t in todo if t != stem)
-    return all(n in done or n not in todo for n in needs)
-
-# %% ../nbs/11_runner.ipynb #5e432018
-def _blocking(stem: str, todo: list[str]) -> int:
-    "How many chapters wait, directly or not, for `stem`: the longest chain starts first."
-    direct = [t for t in todo if stem in CHAPTER_NEEDS.get(t, ()) and t != stem]
-    return len(direct) + sum(_blocking(t, todo) for t in direct)
-
-def _execute(nb: Path, out: Path, preset: str) -> float:
-    "One chapter through papermill; its wall-clock seconds."
-    import papermill as pm
-    t0 = time.perf_counter()
-    pm.execute_notebook(str(nb), str(out), parameters=dict(preset=preset), cwd=str(nb.parent), kernel_name="python3",
-                        progress_bar=False)
-    return round(time.perf_counter() - t0, 1)
-
 # %% ../nbs/11_runner.ipynb #2887fcef
+def _progress(total: int):
+    "A tqdm bar over the chapters, and the callback `chain.run_chapters` reports to: one line per finished chapter."
+    from tqdm.auto import tqdm
+    bar = tqdm(total=total, unit="chapter", file=sys.stdout, dynamic_ncols=True,
+               bar_format="{l_bar}{bar}| {n}/{total} [{elapsed}]")
+    running = []
+    def event(kind, stem, secs, left):
+        if kind == "start": running.append(stem)
+        else:
+            running.remove(stem)
+            rest = ", ".join(t for t in left if t not in running) or "—"
+            bar.write(f"{stem:<26} {secs:7.1f} s   still to run: {rest}")
+            bar.update(1)
+        bar.set_description(", ".join(running) or "done")
+    return bar, event
+
 def run_worklog(preset: str = "tiny", only: list | None = None, skip_results: bool = False,
-                jobs: int | None = None) -> pd.DataFrame:   # chapters at once (None: 1 on a GPU, else up to the cores)
-    "Execute the chapters with papermill (`-p preset …`) into a worklog run folder; return the results table."
-    import concurrent.futures as cf, torch
-    todo = [nb.stem for nb in chapters() if not (only and nb.stem not in only)
-            and not (skip_results and nb.stem.startswith("10_"))]
+                jobs: int | None = None,      # chapters at once (None: 1 on a GPU, else up to 2 of the cores)
+                progress: bool = True) -> Run:
+    "Execute the chapters with papermill (`-p preset …`) into a worklog run folder, then its pages; the run."
+    todo = [c for c in CHAPTERS if not (only and c not in only) and not (skip_results and c.startswith("10_"))]
     jobs = jobs or (1 if on_gpu() else max(1, min(2, os.cpu_count() or 1)))
     wl = new_run("worklog", preset, params=dict(only=only, jobs=jobs))
-    nbs, times, spans, done, t_all = {nb.stem: nb for nb in chapters()}, {}, {}, set(), time.perf_counter()
-    try:
-        with cf.ThreadPoolExecutor(jobs) as ex:
-            running = {}
-            while len(done) < len(todo):
-                for stem in sorted((t for t in todo if t not in done and t not in running.values()
-                                    and ready(t, done, todo)), key=lambda t: -_blocking(t, todo)):
-                    if len(running) >= jobs: break
-                    print(f"== {stem} (preset={preset})", flush=True)
-                    spans[stem] = [round(time.perf_counter() - t_all, 1)]
-                    running[ex.submit(_execute, nbs[stem], wl.path / nbs[stem].name, preset)] = stem
-                finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
-                for f in finished:
-                    stem = running.pop(f)
-                    times[stem] = f.result()     # a failed chapter raises here (once the others running have finished)
-                    spans[stem].append(round(time.perf_counter() - t_all, 1))
-                    done.add(stem)
-                    print(f"   {stem}: {times[stem]} s", flush=True)
-    except Exception:
+    bar, event = _progress(len(todo)) if progress else (None, None)
+    try: res = run_chapters(todo, preset, wl, jobs, event)
+    except BaseException:
         with contextlib.suppress(Exception): render_pages(wl.path)   # a failed chapter's page shows its traceback
         raise
-    wl.update_meta(status="done", results=dict(seconds={t: times[t] for t in todo}, spans=spans, jobs=jobs,
-                                               total_seconds=round(time.perf_counter() - t_all, 1),
-                                               evidence=evidence(preset=preset).to_dict("records")))
+    finally:
+        if bar is not None: bar.close()
+    wl.update_meta(status="done", results=res | dict(evidence=evidence(preset=preset).to_dict("records")))
     render_pages(wl.path)
-    return results_table(preset=preset)
+    return wl
 
 # %% ../nbs/11_runner.ipynb #afc739d6
 def export_worklog(path, preset: str = "tiny"):
@@ -227,34 +201,16 @@ def worklog_markdown(path) -> str:
 
 # %% ../nbs/11_runner.ipynb #768c8c34
 def worklog_main(argv=None):
-    "Console entry point `mathworklog-worklog [--preset tiny] [--only 02_baseline ...]`."
-    ap = argparse.ArgumentParser(
-        description="Run the mathworklog chapters with papermill, then print the results table."
-    )
+    "Console entry point `mathworklog-worklog [--preset tiny] [--only 02_baseline ...] [--export FILE]`."
+    ap = argparse.ArgumentParser(description="Run the mathworklog chapters with papermill, then render them as pages.")
     ap.add_argument("--preset", default="tiny")
     ap.add_argument("--only", nargs="*")
-    ap.add_argument(
-        "--export",
-        default=None,
-        help="also write the chapter times and evidence to this JSON file (what the README quotes)",
-    )
+    ap.add_argument("--export", default=None,
+                    help="also write the chapter times and evidence to this JSON file (what the README quotes)")
     a = ap.parse_args(argv)
-    t = run_worklog(a.preset, a.only)
-    pd.set_option("display.width", 250)
-    pd.set_option("display.max_colwidth", 80)
-    print(t.to_string(index=False))
-    ev = evidence(preset=a.preset)
-    if len(ev):
-        print(
-            "\nwhat the worklog shows, measured in this preset's newest runs:\n"
-            + ev.drop(columns="run_id").to_string(index=False)
-        )
-    wl = find_runs("worklog", a.preset)[-1]
-    print(
-        f"\nworklog run {wl.id}: chapter times (s) {wl.meta['results']['seconds']}; total "
-        f"{wl.meta['results']['total_seconds']} s"
-    )
-    if (wl.path / "pages" / "index.html").exists():
-        print(f"the worklog as pages: {wl.path / 'pages' / 'index.html'}")
-    if a.export:
-        print(f"exported to {export_worklog(a.export, a.preset)}")
+    wl = run_worklog(a.preset, a.only)
+    r = wl.meta["results"]
+    print(f"worklog run {wl.id}: {len(r['seconds'])} chapters in {r['total_seconds']:.0f} s; runs and executed "
+          f"notebooks in {wl.path}")
+    print(f"the worklog as pages: {wl.path/'pages'/'index.html'}")
+    if a.export: print(f"exported to {export_worklog(a.export, a.preset)}")

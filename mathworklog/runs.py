@@ -119,14 +119,16 @@ def new_run(chapter: str,                   # letters, digits and '_': the first
     rid = _fresh_id(root, chapter)
     meta = dict(run_id=rid, chapter=chapter, preset=p.name, params=params or {}, parents=list(parents or []),
                 base_model=base_model, data_source=data_source, created_at=datetime.now(timezone.utc).isoformat(),
-                status="running", versions=library_versions(), git_commit=git_commit())
+                status="running", versions=library_versions(), git_commit=git_commit(),
+                worklog_run=os.environ.get("MATHWORKLOG_WORKLOG_RUN"))   # the whole-worklog run it is part of, if any
     atomic_write_text(root/rid/"meta.json", json.dumps(meta, indent=2, default=str))
     return Run(root/rid)
 
 # %% ../nbs/00c_runs.ipynb #687693c3
 def find_runs(chapter: str|None = None, preset: str|None = None, root: Path|None = None,
-              status: str|None = None) -> list[Run]:
-    "Runs under `root`, oldest first, filtered by chapter, preset and status; a malformed run is skipped, by name."
+              status: str|None = None,
+              worklog_run: str|None = None) -> list[Run]:   # only the runs made inside this whole-worklog run
+    "Runs under `root`, oldest first, filtered by chapter, preset, status and worklog run; malformed runs are skipped."
     out = []
     for p in sorted(Path(root or runs_root()).glob("*/meta.json")):
         r = Run(p.parent)
@@ -137,6 +139,7 @@ def find_runs(chapter: str|None = None, preset: str|None = None, root: Path|None
         if chapter and m.get("chapter") != chapter: continue
         if preset and m.get("preset") != preset: continue
         if status and m.get("status") != status: continue
+        if worklog_run and m.get("worklog_run") != worklog_run: continue
         out.append((str(m.get("created_at", "")), r))
     return [r for _, r in sorted(out, key=lambda t: t[0])]
 

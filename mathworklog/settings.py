@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field, fields
 warnings.filterwarnings("ignore", message="IProgress not found")
 
 # %% auto #0
-__all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'TINY_WORLD', 'TINY_LIVE', 'PRESETS', 'CHAPTERS', 'CHAPTER_NEEDS', 'ENGINES',
-           'LORA_RANK', 'PRECISIONS', 'WEIGHTS', 'DTYPE_NAMES', 'Preset', 'get_preset', 'valid', 'valid_int',
+__all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'TINY_WORLD', 'TINY_LIVE', 'PRESETS', 'CHAPTERS', 'CHAPTER_NEEDS', 'CHAPTER_RUNS',
+           'ENGINES', 'LORA_RANK', 'PRECISIONS', 'WEIGHTS', 'DTYPE_NAMES', 'Preset', 'get_preset', 'valid', 'valid_int',
            'valid_number', 'valid_choice', 'valid_engine', 'Settings', 'lora_config', 'lora_scaling',
            'MissingResourceError', 'on_gpu', 'pick_device', 'ran_on', 'precision_flags', 'dtype_name', 'torch_dtype',
            'seed_everything', 'cpu_threads', 'require_gpu', 'hub_reachable']
@@ -148,6 +148,8 @@ CHAPTER_NEEDS = {                    # chapter: the chapters whose runs it reads
     "09_checkpoint_averaging": ("07_grpo",),
     "10_results": ("*",),            # every other chapter
 }
+CHAPTER_RUNS = {"02_baseline": "baseline", "03_rewards": "rewards", "04_presample": "presample", "05_sft": "sft",
+                "06_opd": "opd", "07_grpo": "grpo", "08_sync_bug": "sync", "09_checkpoint_averaging": "averaging"}
 
 ENGINES = {"generate": ("hf", "vllm"),                   # evaluation, presampling, the teacher's report
            "rollout": ("hf", "colocate", "server")}     # GRPO's rollouts: the policy itself, or vLLM in TRL's modes
