@@ -15,58 +15,131 @@ from .data import (TAGS, answer_value, between, grade, completion_text, distinct
                               lenient_answers, parse_number, render_prompt, solution_text, strict_answer)
 
 # %% auto #0
-__all__ = ['ROLLOUT_SHARES', 'REWARD_FUNCS', 'REWARD_WEIGHTS', 'REWARD_MAX', 'MAX_TOTAL', 'MissingColumnError', 'group_table',
-           'rollout_shares', 'group_advantages', 'zero_signal_share', 'zero_signal_table', 'signal_questions',
-           'filter_counts', 'step_check_spread', 'evidence_frame', 'draw_questions', 'first_run_groups',
-           'sample_rollouts', 'add_rewards', 'correctness_check', 'format_check', 'tag_check',
-           'lenient_correctness_check', 'exact_check', 'reasoning_text', 'step_check', 'solution_number_check',
-           'weights_list', 'reward_table', 'score_completions']
+__all__ = ['REWARD_FUNCS', 'REWARD_WEIGHTS', 'REWARD_MAX', 'MAX_TOTAL', 'ROLLOUT_SHARES', 'MissingColumnError', 'per_completion',
+           'correctness_check', 'format_check', 'tag_check', 'lenient_correctness_check', 'exact_check',
+           'reasoning_text', 'step_check', 'solution_number_check', 'weights_list', 'reward_table', 'score_completions',
+           'group_table', 'rollout_shares', 'group_advantages', 'zero_signal_share', 'zero_signal_table',
+           'signal_questions', 'filter_counts', 'step_check_spread', 'evidence_frame', 'draw_questions',
+           'first_run_groups', 'sample_rollouts', 'add_rewards']
 
-# %% ../nbs/03_rewards.ipynb #43026a31
+# %% ../nbs/03_rewards.ipynb #7f215ed6
 class MissingColumnError(ValueError):
     "A reward needs a dataset column the trainer did not pass: the training dataset lacks it."
 
-# %% ../nbs/03_rewards.ipynb #bfd46676
 def _missing_columns(name: str, missing: list) -> str:
     cols = " and ".join(f"`{c}`" for c in missing)
-    return (
-        f"{name} needs a {cols} column in the training dataset, and the trainer passed none: the dataset has no {cols} "
-        f"column. Make the rows with `mathworklog.data.prepare(rows)`, which adds `prompt`, `answer` and "
-        f"`steps` to GSM8K's "
-        f"question/answer rows, and keep those columns when building the dataset."
-    )
+    return (f"{name} needs a {cols} column in the training dataset, and the trainer passed none: the dataset has no "
+            f"{cols} column. Make the rows with `mathworklog.data.prepare(rows)`, which adds `prompt`, `answer` and "
+            f"`steps` to GSM8K's question/answer rows, and keep those columns when building the dataset.")
 
-# %% ../nbs/03_rewards.ipynb #7f215ed6
-def _per_completion(score=None, *, needs: tuple = ()):
+def _listed(v, n: int, nested: bool = False) -> list:
+    "A column as one value per completion: a list as it is, a single value repeated."
+    is_list = isinstance(v, (list, tuple)) and (not nested or not v or isinstance(v[0], (list, tuple, type(None))))
+    return list(v) if is_list else [v] * n
+
+def per_completion(score=None, *, needs: tuple = ()):
     """Turn `score(text, answer, steps) -> float` into a TRL reward function: no completion makes it raise; a missing
     `needs` column does."""
-    if score is None:
-        return lambda s: _per_completion(s, needs=needs)
-
+    if score is None: return lambda s: per_completion(s, needs=needs)
     def reward(prompts=None, completions=None, **columns) -> list[float]:
         if missing := [c for c in needs if c not in columns]:
             raise MissingColumnError(_missing_columns(score.__name__, missing))
-        answer, steps = columns.get("answer"), columns.get("steps")
         completions = list(completions or [])
-        n = len(completions)
-        answers = list(answer) if isinstance(answer, (list, tuple)) else [answer] * n
-        stepss = (
-            list(steps)
-            if isinstance(steps, (list, tuple)) and (not steps or isinstance(steps[0], (list, tuple, type(None))))
-            else [steps] * n
-        )
+        answers = _listed(columns.get("answer"), len(completions))
+        stepss = _listed(columns.get("steps"), len(completions), nested=True)
         out = []
         for i, c in enumerate(completions):
-            try:
-                a = answers[i] if i < len(answers) else None
-                s = stepss[i] if i < len(stepss) else None
-                out.append(float(score(completion_text(c), a, list(s or []))))
-            except Exception:
-                out.append(0.0)
+            try: out.append(float(score(completion_text(c), answers[i] if i < len(answers) else None,
+                                        list((stepss[i] if i < len(stepss) else None) or []))))
+            except Exception: out.append(0.0)
         return out
-
     reward.__name__, reward.__doc__ = score.__name__, score.__doc__
     return reward
+
+# %% ../nbs/03_rewards.ipynb #12076fb9
+@per_completion(needs=("answer",))
+def correctness_check(text, answer, steps):
+    "1 when the `<SOLUTION>` block holds the right number."
+    gold = answer_value(answer)
+    return float(gold is not None and strict_answer(text) == gold)
+
+# %% ../nbs/03_rewards.ipynb #b9ab627a
+@per_completion
+def format_check(text, answer, steps):
+    "1 when the four tags appear once each, in order, with nothing after `</SOLUTION>`."
+    return float(exact_format(text))
+
+# %% ../nbs/03_rewards.ipynb #614c91cb
+@per_completion
+def tag_check(text, answer, steps):
+    "0.125 for each of the four tags present exactly once."
+    return 0.125 * sum(text.count(t) == 1 for t in TAGS)
+
+# %% ../nbs/03_rewards.ipynb #aaf884a1
+@per_completion(needs=("answer",))
+def lenient_correctness_check(text, answer, steps):
+    "1 when the right number appears where a lenient reader looks (solution, \\boxed{}, ####, last number)."
+    gold = answer_value(answer)
+    return float(gold is not None and gold in lenient_answers(text))
+
+# %% ../nbs/03_rewards.ipynb #43a2bf83
+@per_completion(needs=("answer",))
+def exact_check(text, answer, steps):
+    "1 when the `<SOLUTION>` number is right and the tag format is exact."
+    gold = answer_value(answer)
+    return float(gold is not None and exact_format(text) and strict_answer(text) == gold)
+
+# %% ../nbs/03_rewards.ipynb #924d8f3f
+def reasoning_text(text: str) -> str:
+    "The working-out section, or the text before `<SOLUTION>` when the tags are missing."
+    w = between(text, TAGS[0], TAGS[1])
+    if w is not None: return w
+    i = text.find(TAGS[2])
+    return text if i < 0 else text[:i]
+
+# %% ../nbs/03_rewards.ipynb #ccb625f4
+@per_completion(needs=("steps",))
+def step_check(text, answer, steps):
+    "Share of the reference's intermediate results found in the reasoning, shrunk when numbers are spammed."
+    have = distinct_numbers(reasoning_text(text))
+    if not steps: return float(bool(have))
+    want = [parse_number(s) for s in steps]
+    score = sum(w in have for w in want if w is not None) / len(want)
+    budget = 4 * (len(want) + 4)
+    return score * min(1.0, budget / max(len(have), 1))
+
+# %% ../nbs/03_rewards.ipynb #fb6e8c68
+@per_completion
+def solution_number_check(text, answer, steps):
+    "1 when the `<SOLUTION>` block holds a number, whatever its value."
+    return float(strict_answer(text) is not None)
+
+# %% ../nbs/03_rewards.ipynb #d39273db
+REWARD_FUNCS = [exact_check, correctness_check, lenient_correctness_check, format_check, tag_check, step_check,
+                solution_number_check]
+REWARD_WEIGHTS = {"exact_check": 2.0, "correctness_check": 1.0, "lenient_correctness_check": 0.5, "format_check": 0.5,
+                  "tag_check": 1.0, "step_check": 0.5, "solution_number_check": 0.25}
+REWARD_MAX = {f.__name__: (0.5 if f is tag_check else 1.0) for f in REWARD_FUNCS}
+MAX_TOTAL = sum(REWARD_WEIGHTS[k] * REWARD_MAX[k] for k in REWARD_WEIGHTS)
+
+def weights_list() -> list[float]:
+    "The weights in `REWARD_FUNCS` order, as TRL's `reward_weights` wants them."
+    return [REWARD_WEIGHTS[f.__name__] for f in REWARD_FUNCS]
+
+# %% ../nbs/03_rewards.ipynb #a4a34107
+def reward_table() -> pd.DataFrame:
+    "The seven rewards: what each pays for (its docstring), its weight, its maximum and its weighted maximum."
+    w, m = REWARD_WEIGHTS, REWARD_MAX
+    return pd.DataFrame([dict(reward=f.__name__, pays=f.__doc__, weight=w[f.__name__], max=m[f.__name__],
+                              weighted_max=w[f.__name__] * m[f.__name__]) for f in REWARD_FUNCS]).set_index("reward")
+
+# %% ../nbs/03_rewards.ipynb #f4b0cb13
+def score_completions(completions: list, answers: list, steps: list|None = None) -> pd.DataFrame:
+    "Every reward for every completion, plus the weighted total."
+    steps = steps if steps is not None else [[]] * len(completions)
+    df = pd.DataFrame({f.__name__: f(completions=completions, answer=answers, steps=steps) for f in REWARD_FUNCS})
+    df["total"] = sum(df[k] * w for k, w in REWARD_WEIGHTS.items())
+    return df
 
 # %% ../nbs/03_rewards.ipynb #78d2e5f2
 def group_table(
@@ -215,88 +288,3 @@ def add_rewards(rollouts: pd.DataFrame, funcs, weights: dict|None = None) -> pd.
     out = rollouts.assign(**cols)
     if weights: out["total"] = sum(out[c] * w for c, w in weights.items())
     return out
-
-# %% ../nbs/03_rewards.ipynb #12076fb9
-@_per_completion(needs=("answer",))
-def correctness_check(text, answer, steps):
-    "1 when the `<SOLUTION>` block holds the right number."
-    gold = answer_value(answer)
-    return float(gold is not None and strict_answer(text) == gold)
-
-# %% ../nbs/03_rewards.ipynb #b9ab627a
-@_per_completion
-def format_check(text, answer, steps):
-    "1 when the four tags appear once each, in order, with nothing after `</SOLUTION>`."
-    return float(exact_format(text))
-
-# %% ../nbs/03_rewards.ipynb #614c91cb
-@_per_completion
-def tag_check(text, answer, steps):
-    "0.125 for each of the four tags present exactly once."
-    return 0.125 * sum(text.count(t) == 1 for t in TAGS)
-
-# %% ../nbs/03_rewards.ipynb #aaf884a1
-@_per_completion(needs=("answer",))
-def lenient_correctness_check(text, answer, steps):
-    "1 when the right number appears where a lenient reader looks (solution, \\boxed{}, ####, last number)."
-    gold = answer_value(answer)
-    return float(gold is not None and gold in lenient_answers(text))
-
-# %% ../nbs/03_rewards.ipynb #43a2bf83
-@_per_completion(needs=("answer",))
-def exact_check(text, answer, steps):
-    "1 when the `<SOLUTION>` number is right and the tag format is exact."
-    gold = answer_value(answer)
-    return float(gold is not None and exact_format(text) and strict_answer(text) == gold)
-
-# %% ../nbs/03_rewards.ipynb #924d8f3f
-def reasoning_text(text: str) -> str:
-    "The working-out section, or the text before `<SOLUTION>` when the tags are missing."
-    w = between(text, TAGS[0], TAGS[1])
-    if w is not None: return w
-    i = text.find(TAGS[2])
-    return text if i < 0 else text[:i]
-
-# %% ../nbs/03_rewards.ipynb #ccb625f4
-@_per_completion(needs=("steps",))
-def step_check(text, answer, steps):
-    "Share of the reference's intermediate results found in the reasoning, shrunk when numbers are spammed."
-    have = distinct_numbers(reasoning_text(text))
-    if not steps: return float(bool(have))
-    want = [parse_number(s) for s in steps]
-    score = sum(w in have for w in want if w is not None) / len(want)
-    budget = 4 * (len(want) + 4)
-    return score * min(1.0, budget / max(len(have), 1))
-
-# %% ../nbs/03_rewards.ipynb #fb6e8c68
-@_per_completion
-def solution_number_check(text, answer, steps):
-    "1 when the `<SOLUTION>` block holds a number, whatever its value."
-    return float(strict_answer(text) is not None)
-
-# %% ../nbs/03_rewards.ipynb #d39273db
-REWARD_FUNCS = [exact_check, correctness_check, lenient_correctness_check, format_check, tag_check, step_check,
-                solution_number_check]
-REWARD_WEIGHTS = {"exact_check": 2.0, "correctness_check": 1.0, "lenient_correctness_check": 0.5, "format_check": 0.5,
-                  "tag_check": 1.0, "step_check": 0.5, "solution_number_check": 0.25}
-REWARD_MAX = {f.__name__: (0.5 if f is tag_check else 1.0) for f in REWARD_FUNCS}
-MAX_TOTAL = sum(REWARD_WEIGHTS[k] * REWARD_MAX[k] for k in REWARD_WEIGHTS)
-
-def weights_list() -> list[float]:
-    "The weights in `REWARD_FUNCS` order, as TRL's `reward_weights` wants them."
-    return [REWARD_WEIGHTS[f.__name__] for f in REWARD_FUNCS]
-
-# %% ../nbs/03_rewards.ipynb #a4a34107
-def reward_table() -> pd.DataFrame:
-    "The seven rewards: what each pays for (its docstring), its weight, its maximum and its weighted maximum."
-    w, m = REWARD_WEIGHTS, REWARD_MAX
-    return pd.DataFrame([dict(reward=f.__name__, pays=f.__doc__, weight=w[f.__name__], max=m[f.__name__],
-                              weighted_max=w[f.__name__] * m[f.__name__]) for f in REWARD_FUNCS]).set_index("reward")
-
-# %% ../nbs/03_rewards.ipynb #f4b0cb13
-def score_completions(completions: list, answers: list, steps: list|None = None) -> pd.DataFrame:
-    "Every reward for every completion, plus the weighted total."
-    steps = steps if steps is not None else [[]] * len(completions)
-    df = pd.DataFrame({f.__name__: f(completions=completions, answer=answers, steps=steps) for f in REWARD_FUNCS})
-    df["total"] = sum(df[k] * w for k, w in REWARD_WEIGHTS.items())
-    return df
