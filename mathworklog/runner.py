@@ -17,8 +17,8 @@ from .chain import run_chapters
 from .results import evidence
 
 # %% auto #0
-__all__ = ['OFFLINE_TEMPLATE', 'for_reader', 'chapter_title', 'error_outputs', 'page_html', 'index_html', 'render_pages',
-           'run_worklog', 'export_worklog', 'worklog_markdown', 'worklog_main']
+__all__ = ['OFFLINE_TEMPLATE', 'FIT_CSS', 'for_reader', 'chapter_title', 'error_outputs', 'page_html', 'index_html',
+           'render_pages', 'run_worklog', 'export_worklog', 'worklog_markdown', 'worklog_main']
 
 # %% ../nbs/11_runner.ipynb #8db7ff0c
 OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
@@ -26,7 +26,10 @@ OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {% block jupyter_widgets %}{% endblock jupyter_widgets %}
 {% block html_head_js_mathjax %}{% endblock html_head_js_mathjax %}
 {% block html_head_js_mermaidjs %}{% endblock html_head_js_mermaidjs %}
+{% block extra_css %}<style>""" + "{{ fit_css }}" + """</style>{% endblock extra_css %}
 """
+FIT_CSS = ("img{max-width:100%;height:auto}"                               # a figure never wider than the page
+           ".jp-RenderedHTMLCommon table{display:block;max-width:100%;overflow-x:auto}")   # a wide table scrolls
 
 # %% ../nbs/11_runner.ipynb #322df3dd
 def for_reader(nb):
@@ -71,6 +74,7 @@ def page_html(nb,                # an executed notebook
     ex = HTMLExporter(template_name="lab", template_file="offline.html.j2",
                       extra_loaders=[jinja2.DictLoader({"offline.html.j2": OFFLINE_TEMPLATE})],
                       embed_images=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    ex.environment.globals["fit_css"] = FIT_CSS
     return ex.from_notebook_node(for_reader(nb), resources=dict(metadata=dict(name=title, path=str(folder))))[0]
 
 # %% ../nbs/11_runner.ipynb #ad634857

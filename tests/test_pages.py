@@ -26,7 +26,13 @@ CHECK = """(() => {
           broken: [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src.slice(0, 80)),
           stderr: areas.map(a => a.innerText.trim().slice(0, 400)),
           links: [...document.links].map(a => a.href),
-          tables: document.querySelectorAll('table').length};
+          tables: document.querySelectorAll('table').length,
+          // what sticks out of the page at this width: a figure or a table wider than the window, or a page that
+          // scrolls sideways
+          overflow: [...document.querySelectorAll('img, table')]
+                      .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+                      .map(e => e.tagName + ' ' + Math.round(e.getBoundingClientRect().width) + 'px'),
+          page_width: document.documentElement.scrollWidth, window_width: document.documentElement.clientWidth};
 })()"""
 
 
@@ -117,6 +123,8 @@ def assert_clean(r: dict, stderr_ok: bool = False):
     assert r["broken"] == [], f"images that did not load: {r['broken']}"
     assert r["network"] == [], f"requests beyond the page: {r['network']}"
     assert r["errors"] == [], f"error outputs: {r['errors']}"
+    assert r["overflow"] == [] and r["page_width"] <= r["window_width"], \
+        f"wider than the {r['window_width']}px window: {r['overflow']}, the page {r['page_width']}px"
     if not stderr_ok: assert r["stderr"] == [], f"stderr outputs: {r['stderr']}"
 
 
@@ -142,6 +150,11 @@ DEMO = [nbf.new_markdown_cell("# A figure and a table\n\nWhat a chapter shows: a
                           "ax.plot([1, 2, 3, 4], [0.1, 0.4, 0.35, 0.6], 'o-')\n"
                           "ax.set(title='exact accuracy', xlabel='step')\nplt.show()"),
         nbf.new_code_cell("pd.DataFrame(dict(step=[1, 2], exact=[0.25, 0.5]))"),
+        nbf.new_code_cell("pd.DataFrame({f'a rather long column name {i}': ['a long cell of text ' * 3] for i in "
+                          "range(12)})"),                                # far wider than a desktop window
+        nbf.new_code_cell("fig, ax = plt.subplots(figsize=(24, 2))\nax.plot([0, 1])\nplt.show()"),   # 2,400 px
+        nbf.new_code_cell("from IPython.display import HTML\n"                    # a table that asks for 3,000 px
+                          "HTML('<table style=\"width:3000px\"><tr><td>wide</td></tr></table>')"),
         nbf.new_code_cell("print('done')")]
 
 
@@ -178,7 +191,7 @@ def test_pages_in_chromium(tab, tmp_path):
                                                    results=dict(seconds={"02_demo": 4.2, "03_made": 0.1}))))
     r = check_run(tab, render_pages(run), tmp_path / "shots", ["02_demo", "03_made"])
     assert r["index"]["title"] == "Worklog worklog-demo" and len(r["index"]["links"]) == 2
-    assert (r["02_demo"]["title"], r["02_demo"]["images"], r["02_demo"]["tables"]) == ("A figure and a table", 1, 1)
+    assert (r["02_demo"]["title"], r["02_demo"]["images"], r["02_demo"]["tables"]) == ("A figure and a table", 2, 3)
     assert (r["03_made"]["images"], r["03_made"]["tables"]) == (1, 0)
     assert all(p["screenshot"].stat().st_size > 10_000 for p in r.values())
 
@@ -203,6 +216,8 @@ def test_broken_pages_are_reported(tab, tmp_path):
     with pytest.raises(AssertionError, match="images that did not load"): assert_clean(r)
     r["broken"] = []
     with pytest.raises(AssertionError, match="error outputs"): assert_clean(r, stderr_ok=True)
+    r["errors"], r["overflow"] = [], ["TABLE 2400px"]
+    with pytest.raises(AssertionError, match="wider than the"): assert_clean(r, stderr_ok=True)
 
 
 @pytest.mark.slow
