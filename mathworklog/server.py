@@ -146,7 +146,8 @@ def __getattr__(name):
 # %% ../nbs/01c_server.ipynb #63cfb5dc
 def vllm_plugin():
     "vLLM's `vllm.general_plugins` entry point: register the `gloo` weight-transfer engine (once per process)."
-    from vllm.distributed.weight_transfer.factory import WeightTransferEngineFactory
+    try: from vllm.distributed.weight_transfer.factory import WeightTransferEngineFactory
+    except ImportError: return                       # a vLLM without pluggable weight transfer: nothing to register
     with contextlib.suppress(ValueError):            # registered already: vLLM loads plugins once per process
         WeightTransferEngineFactory.register_engine(GLOO, "mathworklog.server", "GlooWeightTransferEngine")
 

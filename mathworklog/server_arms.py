@@ -126,7 +126,8 @@ def server_live_sync(start: str, out_dir, s: LiveSettings,
                      arms=None,                         # names from `LIVE_ARMS` (None: all six)
                      tokenizer=None,                    # None: the one saved with `start`
                      deadline: float|None = None,
-                     name: str = "live_sync_server.json") -> dict:
+                     name: str = "live_sync_server.json",
+                     **server_kw) -> dict:                # for each `VLLMServer`: gpus, gpu_memory_utilization, …
     "Run the arms from `start` through real servers, one per dtype; write `out_dir/name` after each; return it."
     from mathworklog.files import library_versions, shown_path
     from mathworklog.models import model_tokenizer
@@ -138,7 +139,7 @@ def server_live_sync(start: str, out_dir, s: LiveSettings,
     top = dict(start=shown_path(start), preset=preset, ran_on=ran_on(preset), rollout="server",
                settings=s.to_dict(), versions=library_versions())
     for dtype in dict.fromkeys(LIVE_ARMS[a][0] for a in arms):
-        with VLLMServer(start, dtype=dtype, max_model_len=s.max_model_len) as srv:
+        with VLLMServer(start, dtype=dtype, max_model_len=s.max_model_len, **server_kw) as srv:
             for arm in (a for a in arms if LIVE_ARMS[a][0] == dtype):
                 res = server_live_arm(arm, start, s, tokenizer, records, probe_records, server=srv, deadline=deadline)
                 data = merge_live_json(Path(out_dir) / name, {arm: res}, **top,

