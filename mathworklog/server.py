@@ -171,18 +171,20 @@ def applied_weight(layer, rows: int = 1024):
     return torch.cat(parts).t().contiguous()
 
 # %% ../nbs/01c_server.ipynb #2cb49a8d
-def applied_weights(vmodel):
-    "Every tensor of a vLLM model as the engine applies it, under transformers' names (fused ones split back)."
+def applied_weights(vmodel, names=None):
+    """Every tensor of a vLLM model (or those of `names`) as the engine applies it, under transformers' names: fused
+    ones split back; only the layers asked for are read."""
     import torch
     fused, mods = dict(getattr(vmodel, "packed_modules_mapping", None) or {}), dict(vmodel.named_modules())
     for name, p in vmodel.named_parameters():
         mname, _, leaf = name.rpartition(".")
-        mod = mods.get(mname)
-        t = applied_weight(mod) if leaf == "weight" and hasattr(mod, "quant_method") else p.detach()
-        parent, _, short = mname.rpartition(".")
+        mod, (parent, _, short) = mods.get(mname), mname.rpartition(".")
         parts, sizes = fused.get(short), getattr(mod, "output_partition_sizes", None)
-        if parts and sizes and len(parts) == len(sizes) and t.shape[0] == sum(sizes):
-            for part, piece in zip(parts, torch.split(t, list(sizes))): yield f"{parent}.{part}.{leaf}", piece
+        split = bool(parts and sizes and len(parts) == len(sizes))
+        out = [f"{parent}.{part}.{leaf}" for part in parts] if split else [name]
+        if names is not None and not set(out) & set(names): continue
+        t = applied_weight(mod) if leaf == "weight" and hasattr(mod, "quant_method") else p.detach()
+        if split and t.shape[0] == sum(sizes): yield from zip(out, torch.split(t, list(sizes)))
         else: yield name, t
 
 # %% ../nbs/01c_server.ipynb #6d0c8fc2
@@ -204,13 +206,13 @@ class WeightWitness:
     "vLLM worker extension: the weights as the engine applies them, by transformers' names, for `/collective_rpc`."
     def mathworklog_weight_digests(self, names: str = "") -> dict:
         "Name → SHA-256 of the weight as the engine applies it (`names`: comma-separated, empty for all)."
-        want = set(filter(None, names.split(",")))
-        return {n: digest(t) for n, t in applied_weights(self.model_runner.get_model()) if not want or n in want}
+        want = set(filter(None, names.split(","))) or None
+        return {n: digest(t) for n, t in applied_weights(self.model_runner.get_model(), want) if not want or n in want}
 
     def mathworklog_weight_projections(self, names: str = "", k: str = "2") -> dict:
         "Name → `projections` of the weight as the engine applies it."
-        want = set(filter(None, names.split(",")))
-        return {n: projections(n, t, int(k)) for n, t in applied_weights(self.model_runner.get_model())
+        want = set(filter(None, names.split(","))) or None
+        return {n: projections(n, t, int(k)) for n, t in applied_weights(self.model_runner.get_model(), want)
                 if not want or n in want}
 
 # %% ../nbs/01c_server.ipynb #d9f2894f
