@@ -154,7 +154,7 @@ def server_beside_colocate(server_json, colocate_json) -> pd.DataFrame:
     sa = json.loads(Path(server_json).read_text())["arms"]
     ca = json.loads(Path(colocate_json).read_text())["arms"]
     out = pd.DataFrame({"expect": a.expect, "server growth": a.ratio, "colocate growth": b.ratio,
-                        "server ok": a.ok, "colocate ok": b.ok})
+                        "server ok": a.ok, "colocate ok": b.ok}).reindex(a.index)     # the server file's arm order
     out["stuck at base (server)"] = [f"{sa[x].get('stuck')} of {sa[x].get('lora_matrices')}"
                                      if sa[x].get("lora_matrices") else "—" for x in out.index]
     out["server step (s)"] = [sa[x].get("step_seconds") for x in out.index]
