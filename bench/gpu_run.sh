@@ -7,8 +7,12 @@
 #                      (.v1 .v2 .v3 .gpu are listed in .git/info/exclude, never committed)
 # Usage:  bash bench/gpu_run.sh ITEM [ITEM ...]   — items run in order, each under a time limit, stopping before
 # $DEADLINE seconds so that what ran comes back; peak GPU memory per item is sampled with nvidia-smi every 0.5 s.
-# Items: vllm-tests | bench:NAME[:ARGS] | nb:NOTEBOOK[:k=v,k=v] | presample-full[:ARGS] | sync-repro | live-sync[:ARMS[:ARGS]],
-# each optionally followed by @SECONDS (its time limit); ARGS and ARMS are comma-separated.
+# Items: vllm-tests | bench:NAME[:ARGS] | nb:NOTEBOOK[:k=v,k=v] | presample-full[:ARGS] | sync-repro | live-sync[:ARMS[:ARGS]]
+# | server-mode[:ARMS[:ARGS]], each optionally followed by @SECONDS (its time limit); ARGS and ARMS are comma-separated.
+# server-mode (2 GPUs: an nvidia-h100-x2 or h200-x2 call) is the worklog's own setup: vLLM's server on GPU 1 with the NCCL
+# weight-transfer engine, an unmodified GRPOTrainer(vllm_mode="server") under `accelerate launch` on GPU 0, chapter 08's
+# arms through it (bench/server_mode.py, server_arms.server_live_sync; learning start first, as for live-sync), e.g.
+#   server-mode:fp32_unpatched,fp32_patched,bf16_unpatched,bf16_out_of_place,fp32_full_ft:--steps,30@560
 # Carry .gpu in every call (tokenizer and GSM8K; the script refuses to run without them).
 # A call whose answer says warm: false ran on a fresh box (the last went back after 30 s idle): /tmp/site and the
 # learning start are gone there, so carry .v1, .v2, .v3 again (three calls) before any vLLM item.
@@ -98,6 +102,13 @@ for item in "$@"; do
     live-sync)
       need_vllm live-sync || continue
       run live-sync ${LIMIT:-560} python3 bench/live_sync.py --out "$W" ${what:+--arms ${what//,/ }} ${args//,/ } ;;
+    server-mode)
+      need_vllm server-mode || continue
+      [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ] || { echo "server-mode skipped: it needs 2 GPUs (one for the server)" | tee -a "$W/summary.txt"; continue; }
+      run server-mode ${LIMIT:-560} env CUDA_VISIBLE_DEVICES=0 python3 -m accelerate.commands.launch --num_processes 1 \
+        --num_machines 1 --mixed_precision no --dynamo_backend no bench/server_mode.py --out "$W" --server-gpu 1 \
+        ${what:+--arms ${what//,/ }} ${args//,/ } --deadline $(( ${LIMIT:-560} - 60 ))
+      grep -E "^ *(arm|fp32|bf16)|ratio|Error" "$W/server-mode.log" | cut -c1-300 ;;
     *) echo "unknown item $item" ;;
   esac
 done

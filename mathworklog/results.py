@@ -1,5 +1,6 @@
 """Where the worklog's runs ended, in its final table, with the run of this project that plays each part beside it;
-every run's held-out figures, read only from what the runs wrote under `runs/`.
+each of its lessons as a paired comparison on the same held-out questions; and every chapter's claims, put to the
+test, in one table.
 
 Docs: https://mathworklog.github.io/mathworklog/results.html.md"""
 
@@ -7,221 +8,201 @@ Docs: https://mathworklog.github.io/mathworklog/results.html.md"""
 
 # %% ../nbs/10_results.ipynb #95372e94
 from __future__ import annotations
-import argparse, contextlib, json, os, re, time
+import json, os
 from dataclasses import dataclass
 from pathlib import Path
 import pandas as pd
-from .files import project_root, runs_root
-from .runs import Run, find_runs, latest_run, new_run, read_metrics
-from .settings import ran_on, on_gpu
-from .worklog import beside
+from .settings import CHAPTERS, get_preset, ran_on
+from .runs import Run, find_runs, read_metrics
+from .worklog import WORKLOG_FIGURES, worklog_figure
+from .findings import Finding, findings_frame, paired_finding, trend_finding
 
 # %% auto #0
-__all__ = ['RESULT_ROWS', 'CHAPTER_KINDS', 'ResultRow', 'result_value', 'final_table', 'worklog_table_rows', 'eval_points',
-           'results_table', 'evidence', 'plot_final', 'plot_runs']
+__all__ = ['ROWS', 'HELDOUT', 'LESSONS', 'Row', 'current_worklog_run', 'labelled', 'heldout_scores', 'staircase',
+           'plot_staircase', 'Lesson', 'lesson_finding', 'series_lessons', 'lessons', 'say_lesson', 'chapter_findings']
 
-# %% ../nbs/10_results.ipynb #eb098eb8
+# %% ../nbs/10_results.ipynb #b1c2d3e4
 @dataclass(frozen=True)
-class ResultRow:
-    "One row of the worklog's final table and the run of this project that plays its part."
-    key: str                 # the worklog's figure (`worklog_table('10_results')`)
-    chapter: str | None      # the `meta.json` chapter of the run that plays it (None: no run does)
-    pick: str | None = None  # a GRPO run's label (07), a live arm (08), or 'averaged' (09's GRPO parent)
-    sources: tuple = ()      # summary keys or eval tables (`*.json` in its folder) with its test exact accuracy
-    ours: str = ""           # the run, in words
+class Row:
+    "One row of the worklog's final table and the run of this project that plays it."
+    key: str        # the worklog's figure, and the label of the run that plays it
+    chapter: str    # the chapter that runs it
+    start: str      # where it starts, in words
+    family: str = "student"   # 'student' (Qwen2.5's runs) or 'strong' (Qwen3's)
 
-_FINAL = "eval/final-greedy.table.json"   # a GRPO run's greedy evaluation at its end
-
-RESULT_ROWS = (
-    ResultRow("results_cr6hatom", "baseline", None, ("exact",), "the base student, greedy (02)"),
-    ResultRow("results_sft", "sft", None, ("heldout_exact_after",), "+ SFT warm-up (05)"),
-    ResultRow("results_opd", "opd", None, ("heldout_exact_after",), "+ OPD warm-up (06)"),
-    ResultRow("results_no_vllm", "grpo", "no_vllm", ("heldout_exact_final", _FINAL), "GRPO without vLLM (07)"),
-    ResultRow("results_fp32", "grpo", "attempt3_fp32",
-              ("heldout_exact_final_vllm", "eval/final-greedy-vllm.table.json"),
-              "GRPO through vLLM in fp32, unpatched, as its vLLM serves it (07, attempt 3)"),
-    ResultRow("results_sync_fixed", "sync", "fp32_patched", (), "GRPO through vLLM, fp32, sync fixed (08's live arm)"),
-    ResultRow("results_bf16_fixed", "sync", "bf16_patched", (), "GRPO through vLLM, bf16, sync fixed (08's live arm)"),
-    ResultRow("results_fp32_fixed", "averaging", "averaged", ("heldout_exact_final", _FINAL),
-              "the GRPO run whose checkpoints 09 averaged"),
-    ResultRow("results_repres", "averaging", None, ("averaged_exact", "eval/averaged-greedy.table.json"),
-              "+ checkpoint average (09: the averaged model)"),
-    ResultRow("results_opd2", "averaging", None, ("grpo2/" + _FINAL, "opd2_exact_after"),
-              "+ OPD round two (09: then GRPO, or the OPD model where GRPO round two is off)"),
-    ResultRow("results_qwen3", None, ours="Qwen3-0.6B is not part of this project"),
+ROWS = (
+    Row("results_cr6hatom", "07_grpo", "the base student, all seven rewards, RL through unpatched bf16 vLLM"),
+    Row("results_sft", "07_grpo", "SFT warm-up, then RL through unpatched bf16 vLLM"),
+    Row("results_opd", "07_grpo", "OPD warm-up from the base student, then RL through unpatched bf16 vLLM"),
+    Row("results_no_vllm", "07_grpo", "SFT warm-up, then RL without vLLM"),
+    Row("results_fp32", "07_grpo", "fp32 OPD, then RL through unpatched fp32 vLLM"),
+    Row("results_sync_fixed", "08_sync_bug", "fp32 OPD, then RL through fixed fp32 vLLM"),
+    Row("results_bf16_fixed", "08_sync_bug", "SFT + OPD with bf16 weights, then RL through fixed bf16 vLLM"),
+    Row("results_fp32_fixed", "09_checkpoint_averaging", "SFT + OPD in fp32, then RL through fixed fp32 vLLM to "
+        "its plateau"),
+    Row("results_repres", "09_checkpoint_averaging", "the plateau's checkpoints averaged, re-presampled, then RL"),
+    Row("results_opd2", "09_checkpoint_averaging", "OPD round two on questions solved ≤ 3/8, its presample, then RL"),
+    Row("results_qwen3", "07_grpo", "the stronger base, no warm-up, RL through unpatched bf16 vLLM (the bug)",
+        "strong"),
 )  # in the order of the worklog's final table
 
-# %% ../nbs/10_results.ipynb #27a95b52
-def _label(run: Run) -> str | None:
-    "A run's label: `params.label`, else its summary's."
-    m = run.meta
-    return (m.get("params") or {}).get("label") or (m.get("summary") or {}).get("label")
+# %% ../nbs/10_results.ipynb #b4e5f607
+HELDOUT = "heldout-greedy"   # the evaluation every row's run saves: eval/heldout-greedy.jsonl and .table.json
 
-def _figure(run: Run, row: ResultRow):
-    "The first of `row.sources` the run has: a summary key, or an eval table in its folder; (value, source)."
-    s = run.meta.get("summary") or {}
-    for src in row.sources:
-        if not src.endswith(".json"):
-            if s.get(src) is not None: return s[src], f"summary {src}"
-        elif (run.path / src).exists() and json.loads((run.path / src).read_text()).get("exact") is not None:
-            return json.loads((run.path / src).read_text())["exact"], src
-    return None, None
+def current_worklog_run(preset: str = "tiny", root=None) -> str|None:
+    "The whole-worklog run whose runs the results read: this process's, else the preset's newest finished one."
+    if os.environ.get("MATHWORKLOG_WORKLOG_RUN"): return os.environ["MATHWORKLOG_WORKLOG_RUN"]
+    done = find_runs("worklog", get_preset(preset).name, root, status="done")
+    return done[-1].id if done else None
 
-# %% ../nbs/10_results.ipynb #a6607b7a
-def result_value(row: ResultRow, root=None, preset: str | None = None) -> dict:
-    "Our run for one row of the final table: its id, its test exact accuracy (or None) and, without one, why."
-    if row.chapter is None: return dict(run_id=None, exact=None, note="", source=None)
-    if row.chapter == "grpo":
-        runs = [r for r in find_runs("grpo", preset, root, status="done") if _label(r) == row.pick]
-        run, missing = (runs[-1] if runs else None), f"no finished GRPO run labelled {row.pick}"
-    elif row.pick == "averaged":
-        avg = latest_run("averaging", preset, root)
-        parents = (avg.meta.get("parents") or []) if avg else []
-        p = Path(root or runs_root()) / parents[0] if parents else None
-        run = Run(p) if p is not None and (p / "meta.json").exists() else None
-        missing = "no finished averaging run" if avg is None else "its GRPO run is not here"
-    else:
-        run, missing = latest_run(row.chapter, preset, root), f"no finished {row.chapter} run"
-    if run is None: return dict(run_id=None, exact=None, note=f"not run: {missing}", source=None)
-    if row.chapter == "sync":
-        p = run.path / "live_sync.json"
-        arm = (json.loads(p.read_text()).get("arms") or {}).get(row.pick, {}) if p.exists() else {}
-        exact = ((arm.get("heldout") or {}).get("after") or {}).get("exact")
-        why = "its live arms keep no held-out evaluation" if arm else f"it has no arm {row.pick}"
-        return dict(run_id=run.id, exact=exact, note="" if exact is not None else f"not measured: {why}",
-                    source=f"live_sync.json {row.pick}" if exact is not None else None)
-    exact, src = _figure(run, row)
-    return dict(run_id=run.id, exact=exact, source=src,
-                note="" if exact is not None else "not measured: the run keeps no test exact accuracy")
+def labelled(label: str, preset: str, worklog_run: str|None, root=None) -> Run|None:
+    "The newest finished run labelled `label` (its `params.label`) inside `worklog_run`."
+    runs = [r for r in find_runs(None, get_preset(preset).name, root, status="done", worklog_run=worklog_run)
+            if (r.meta.get("params") or {}).get("label") == label]
+    return runs[-1] if runs else None
 
-# %% ../nbs/10_results.ipynb #eb80627e
-def final_table(root=None, preset: str = "tiny", rows=RESULT_ROWS) -> pd.DataFrame:
-    "The worklog's final table, one row per run, with this project's run for each and its test exact accuracy."
-    got = {r.key: result_value(r, root, preset) for r in rows}
-    label = f"test exact, measured ({ran_on(preset)})"
-    measured = {k: 100 * v["exact"] if v["exact"] is not None else v["note"] for k, v in got.items() if v["note"] or
-                v["exact"] is not None}
-    b = beside(measured, [r.key for r in rows], label=label)
-    wt = worklog_table_rows([r.key for r in rows])
-    return pd.DataFrame({"the worklog's run": [f"{wt[k][0]} ({wt[k][1]})" for k in b.index], "worklog": b.worklog,
-                         "this project's run": [r.ours for r in rows],
-                         "run id": [got[r.key]["run_id"] or "—" for r in rows],
-                         "read from": [got[r.key]["source"] or "—" for r in rows], label: b[label]})
+# %% ../nbs/10_results.ipynb #b5f60718
+def heldout_scores(run: Run) -> dict:
+    "Question → 1 for an exact answer, 0 otherwise, from the run's held-out greedy evaluation (`HELDOUT`)."
+    p = run.path/"eval"/f"{HELDOUT}.jsonl"
+    if not p.exists(): return {}
+    df = pd.read_json(p, lines=True)
+    return {int(i): int(bool(e)) for i, e in zip(df["idx"], df["exact"])}
 
-def worklog_table_rows(keys) -> dict:
-    "{key: (what, run)} of the worklog's figures `keys`."
-    from mathworklog.worklog import WORKLOG_FIGURES
-    return {k: (WORKLOG_FIGURES[k].what, WORKLOG_FIGURES[k].run) for k in keys}
+# %% ../nbs/10_results.ipynb #b8293041
+def staircase(preset: str = "tiny", worklog_run: str|None = None, root=None, rows=ROWS) -> pd.DataFrame:
+    "The worklog's final table, one row per run, ours beside it: held-out exact, the run, its start, steps and time."
+    out = []
+    for row in rows:
+        r = labelled(row.key, preset, worklog_run, root)
+        s, m = heldout_scores(r) if r else {}, (r.meta.get("summary") or {}) if r else {}
+        out.append(dict(run=WORKLOG_FIGURES[row.key].what, worklog_run_id=WORKLOG_FIGURES[row.key].run,
+                        worklog_exact=worklog_figure(row.key),
+                        heldout_exact=round(100 * sum(s.values()) / len(s), 1) if s else None, n_heldout=len(s),
+                        run_id=r.id if r else None, start=row.start, steps=m.get("steps"),
+                        seconds=m.get("seconds"), chapter=row.chapter, family=row.family))
+    return pd.DataFrame(out, index=[r.key for r in rows])
 
-# %% ../nbs/10_results.ipynb #c6cb8fc1
-CHAPTER_KINDS = {
-    "baseline": "greedy eval of the base model",
-    "presample": "k samples per train question",
-    "sft": "SFT warm-up",
-    "opd": "on-policy distillation warm-up",
-    "grpo": "GRPO (LoRA, DAPO)",
-    "sync": "LoRA → vLLM sync: six GRPO arms through vLLM",
-    "averaging": "checkpoint average (+ second round)",
-}  # meta.json chapter: what its runs are
+# %% ../nbs/10_results.ipynb #c0415263
+def plot_staircase(table: pd.DataFrame, title: str = ""):
+    "Test exact accuracy by run, ours beside the worklog's, in the final table's order; a run not here is marked."
+    import numpy as np, matplotlib.pyplot as plt
+    y = np.arange(len(table))[::-1]
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(table) + 1.2))
+    ax.barh(y + 0.2, table.worklog_exact, 0.4, label="worklog (Qwen2.5-0.5B / Qwen3-0.6B, GSM8K test)", color="0.7")
+    ours = table.heldout_exact.astype(float)
+    ax.barh(y - 0.2, ours.fillna(0), 0.4, label="this project (held-out split)", color="C0")
+    for yi, v in zip(y, ours):
+        ax.text((0 if np.isnan(v) else v) + 0.5, yi - 0.2, "not run" if np.isnan(v) else f"{v:.1f}%", va="center",
+                fontsize=8)
+    ax.set(yticks=y, yticklabels=table.run, xlabel="test exact accuracy (%)", title=title)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
 
-# %% ../nbs/10_results.ipynb #f8856f87
-def eval_points(run_path) -> dict:
-    "{evaluation name: exact accuracy} from a run's eval tables (sub-runs included)."
-    out = {}
-    for p in sorted(Path(run_path).rglob("*.table.json")):
-        t = json.loads(p.read_text())
-        name = str(p.relative_to(run_path)).removesuffix(".table.json").replace("eval/", "")
-        out[name] = t.get("exact")
+# %% ../nbs/10_results.ipynb #c3748596
+@dataclass(frozen=True)
+class Lesson:
+    "A lesson of the worklog as a test: `kind` 'paired' (row a against row b), 'best' (a against every other row)."
+    key: str
+    claim: str
+    a: str              # a row key (or, for the series lessons, the run's label)
+    b: str = ""         # the row it is compared with
+    direction: str = ">"
+    kind: str = "paired"
+    worklog_keys: tuple = ()
+
+LESSONS = (
+    Lesson("sft_before_rl", "An SFT warm-up makes RL start far higher than RL from the base model",
+           "results_sft", "results_cr6hatom", worklog_keys=("results_sft", "results_cr6hatom")),
+    Lesson("opd_beats_sft", "An OPD warm-up beats the SFT warm-up", "results_opd", "results_sft",
+           worklog_keys=("results_opd", "results_sft")),
+    Lesson("no_vllm_learns", "From the same SFT checkpoint, RL without vLLM beats RL through unpatched bf16 vLLM",
+           "results_no_vllm", "results_sft", worklog_keys=("results_no_vllm", "results_sft")),
+    Lesson("fix_pays", "From the same OPD checkpoint, RL through the fixed sync beats the unpatched one (fp32)",
+           "results_sync_fixed", "results_fp32", worklog_keys=("results_sync_fixed", "results_fp32")),
+    Lesson("average_repres", "RL from the average on the re-presampled questions is at least as good as the "
+           "plateau run", "results_repres", "results_fp32_fixed", ">=",
+           worklog_keys=("results_repres", "results_fp32_fixed")),
+    Lesson("last_is_best", "The last run is the best of the Qwen2.5 student's runs", "results_opd2", kind="best",
+           worklog_keys=("results_opd2",)),
+    Lesson("stronger_base_wins", "The stronger base beats the best student run, even with the sync bug",
+           "results_qwen3", "results_opd2", worklog_keys=("results_qwen3", "results_opd2")),
+)
+
+# %% ../nbs/10_results.ipynb #c5960718
+def _label(key: str) -> str: return WORKLOG_FIGURES[key].what.lstrip("+ ")
+
+def lesson_finding(lesson: Lesson, scores: dict) -> Finding:
+    "One lesson tested on the rows' per-question scores `{row key: {question: 0/1}}`; 'not run' where a row is missing."
+    a, b = scores.get(lesson.a), scores.get(lesson.b) if lesson.kind == "paired" else None
+    if lesson.kind == "best":
+        rivals = {k: v for k, v in scores.items() if k != lesson.a and v and
+                  next(r.family for r in ROWS if r.key == k) == "student"}
+        if not a or not rivals: return Finding(lesson.key, "10_results", lesson.claim, "—", "not run",
+                                               "a row it compares was not run here", lesson.worklog_keys)
+        runner_up = max(rivals, key=lambda k: sum(rivals[k].values()) / len(rivals[k]))
+        f = paired_finding(lesson.key, "10_results", lesson.claim, a, rivals[runner_up],
+                           (_label(lesson.a), _label(runner_up)), ">", lesson.worklog_keys)
+        return f
+    if not a or not b: return Finding(lesson.key, "10_results", lesson.claim, "—", "not run",
+                                      f"no run of {lesson.a if not a else lesson.b} here", lesson.worklog_keys)
+    return paired_finding(lesson.key, "10_results", lesson.claim, a, b, (_label(lesson.a), _label(lesson.b)),
+                          lesson.direction, lesson.worklog_keys)
+
+# %% ../nbs/10_results.ipynb #c7182930
+def series_lessons(preset: str, worklog_run: str|None, root=None, n: int|None = None) -> list[Finding]:
+    """The lessons read from runs rather than rows: the plateau run's entropy falls and its zero-signal share at least
+    doubles; OPD round two leaves more training questions learnable (1…7 of 8) than the average had (a paired
+    comparison over the same training questions); the re-presampled run starts with fewer zero-signal groups than the
+    plateau ended with."""
+    out, plateau = [], labelled("results_fp32_fixed", preset, worklog_run, root)
+    repres = labelled("results_repres", preset, worklog_run, root)
+    if plateau is None: return [Finding("plateau", "10_results", "At the plateau entropy falls and the groups without "
+                                        "signal at least double", "—", "not run", "no plateau run here")]
+    m = read_metrics(plateau.path)
+    n = n or max(3, len(m) // 5)
+    ent = trend_finding("plateau_entropy", "10_results", "At the plateau, entropy falls", m["entropy"].tolist(), n,
+                        "<", "entropy", ("cr17x4tb_entropy",) if "cr17x4tb_entropy" in WORKLOG_FIGURES else ())
+    zs = m["zero_signal/total"].tolist()
+    z = trend_finding("plateau_zero_signal", "10_results", "At the plateau, the groups without signal at least double",
+                      zs, n, ">", "zero-signal share",
+                      ("cr17x4tb_zero_signal",) if "cr17x4tb_zero_signal" in WORKLOG_FIGURES else ())
+    if z.verdict == "holds" and z.test["last"] < 2 * z.test["first"]:
+        z.verdict, z.reason = "partly", (f"partly at this scale: the share rose, but {z.test['first']:.2f} → "
+                                         f"{z.test['last']:.2f} is less than double.")
+    out += [ent, z]
+    before, after = (labelled(k, preset, worklog_run, root) for k in ("presample_averaged", "presample_opd2"))
+    if before is not None and after is not None:
+        cols = ["idx", "correct_lenient", "k"]
+        learn = lambda r: {int(i): int(0 < c < k) for i, c, k in
+                           pd.read_parquet(r.path/"presample.parquet")[cols].itertuples(False)}
+        out.append(paired_finding("opd2_learnable", "10_results", "OPD round two leaves more training questions "
+                                  "learnable (1…7 of 8)", learn(after), learn(before),
+                                  ("after OPD round two", "the average"), ">", ("opd2_more_learnable",)))
+    if repres is not None:
+        r0 = read_metrics(repres.path)["zero_signal/total"].tolist()[:n]
+        drop = paired_finding("repres_zero_signal", "10_results", "Re-presampling drops the groups without signal",
+                              dict(enumerate(r0)), dict(enumerate(zs[-n:])), ("re-presampled run, first steps",
+                              "plateau run, last steps"), "<")
+        out.append(drop)
     return out
 
-# %% ../nbs/10_results.ipynb #bf2697b2
-def _short(base) -> str|None:
-    "A base model as the table shows it: the run that produced it (`…/<run>/model`), or the folder / hub name."
-    if not base: return None
-    p = Path(str(base))
-    return p.parent.name if p.name == "model" else p.name
+# %% ../nbs/10_results.ipynb #c9304152
+def lessons(preset: str = "tiny", worklog_run: str|None = None, root=None) -> list[Finding]:
+    "Every lesson of `LESSONS` on this worklog run's rows, then the lessons read from its runs' series."
+    scores = {r.key: heldout_scores(run) for r in ROWS if (run := labelled(r.key, preset, worklog_run, root))}
+    return [lesson_finding(l, scores) for l in LESSONS] + series_lessons(preset, worklog_run, root)
 
-# %% ../nbs/10_results.ipynb #f2795ea5
-def _step(name: str) -> int|None:
-    tail = name.rsplit("step-", 1)
-    return int(tail[1]) if len(tail) == 2 and tail[1].isdigit() else None
+def say_lesson(f: Finding) -> str:
+    "A lesson as the chapter says it (`findings.say`)."
+    from mathworklog.findings import say
+    return say(f)
 
-# %% ../nbs/10_results.ipynb #99c7e1cb
-def results_table(root=None, preset: str | None = None) -> pd.DataFrame:
-    "One row per run under `root`: id, what, label, base model, its test evaluations (count, last, best step)."
-    rows = []
-    for r in find_runs(preset=preset, root=root):
-        if r.meta["chapter"] == "worklog":
-            continue  # the runner's own folder holds notebooks, not results
-        m, ev = r.meta, {k: v for k, v in eval_points(r.path).items() if v is not None}
-        steps = {_step(k): v for k, v in ev.items() if _step(k) is not None}
-        best = max(steps, key=steps.get) if steps else None
-        last = ev.get("final-greedy", ev.get("greedy", steps[max(steps)] if steps else None))
-        rows.append(dict(run_id=r.id, chapter=m["chapter"], what=CHAPTER_KINDS.get(m["chapter"], m["chapter"]),
-                         label=_label(r) or "", preset=m["preset"], status=m.get("status"),
-                         base_model=_short(m.get("base_model")), evaluations=len(ev), exact_last=last,
-                         best_step=best, best_exact=steps.get(best) if best is not None else None))
-    cols = ["run_id", "chapter", "what", "label", "preset", "status", "base_model", "evaluations", "exact_last",
-            "best_step", "best_exact"]
-    return pd.DataFrame(rows, columns=cols).astype(dict(evaluations="int64", best_step="Int64"))
-
-# %% ../nbs/10_results.ipynb #7c398cb8
-def evidence(root=None, preset: str|None = None) -> pd.DataFrame:
-    "The newest finished run of each chapter and its headline figures (`meta.json['summary']`): one row per figure."
-    rows = []
-    for ch in CHAPTER_KINDS:
-        r = latest_run(ch, preset, root)
-        if r is None: continue
-        for k, v in (r.meta.get("summary") or {}).items():
-            if not isinstance(v, (dict, list)): rows.append(dict(chapter=ch, run_id=r.id, figure=k, value=v))
-    return pd.DataFrame(rows, columns=["chapter", "run_id", "figure", "value"])
-
-# %% ../nbs/10_results.ipynb #0ac21ffb
-def _pct(v) -> float:
-    "A table cell as a number of percent, or NaN where it is text ('not run: …')."
-    m = re.fullmatch(r"(-?[0-9.,]+)%", str(v))
-    return float(m.group(1).replace(",", "")) if m else float("nan")
-
-def plot_final(table: pd.DataFrame, preset: str = "tiny"):
-    "`final_table` as paired horizontal bars: our test exact accuracy and the worklog's, per row."
-    import matplotlib.pyplot as plt
-    ours, wl = table.iloc[:, -1].map(_pct), table["worklog"].map(_pct)
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(table) + 1.2))
-    y = range(len(table))
-    ax.barh([i + 0.2 for i in y], wl, 0.4, color="lightgrey", label="worklog (Qwen2.5-0.5B, GPUs)")
-    bars = ax.barh([i - 0.2 for i in y], ours.fillna(0), 0.4, color="tab:blue",
-                   label=f"this project ({ran_on(preset)})")
-    ax.bar_label(bars, [f"{v:.1f}%" if v == v else "no figure" for v in ours], fontsize=7, padding=2)
-    ax.set_yticks(list(y), table["this project's run"])
-    ax.invert_yaxis()
-    ax.set(xlabel="test exact accuracy (%)", title=f"The final table: {ran_on(preset)} beside the worklog")
-    ax.title.set_fontsize(10)
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    return fig
-
-# %% ../nbs/10_results.ipynb #19c8a355
-def plot_runs(root=None, preset: str = "tiny"):
-    "Test exact accuracy and entropy over steps, one line per GRPO run (09's second round included), by label."
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(1, 2, figsize=(11, 3.6))
-    for r in find_runs(preset=preset, root=root):
-        subs = {"grpo": [r.path], "averaging": sorted(r.path.glob("grpo*"))}.get(r.meta.get("chapter"), [])
-        for sub in [s for s in subs if s.is_dir()]:
-            name = (_label(r) or r.id) + ("" if sub == r.path else f" / {sub.name}")
-            ev = {_step(k): v for k, v in eval_points(sub).items() if _step(k) is not None and "/" not in k}
-            if ev:
-                ax[0].plot(sorted(ev), [100 * ev[s] for s in sorted(ev)], "o-", label=name)
-            df = read_metrics(sub)
-            if "entropy" in df:
-                d = df[["step", "entropy"]].dropna()
-                ax[1].plot(d.step, d.entropy, label=name)
-    ax[0].set(title=f"GRPO: test exact accuracy (T=1 samples), {ran_on(preset)}", xlabel="training step",
-              ylabel="test exact accuracy (%)")
-    ax[1].set(title=f"GRPO: entropy of the sampled tokens, {ran_on(preset)}", xlabel="training step",
-              ylabel="nats/token")
-    for a in ax:
-        a.title.set_fontsize(9)
-        if a.lines: a.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+# %% ../nbs/10_results.ipynb #d0415263
+def chapter_findings(preset: str = "tiny", worklog_run: str|None = None, root=None) -> list[Finding]:
+    "Every finding the chapters of this worklog run wrote into their runs' `meta.json`, in the chapters' order."
+    out = []
+    for r in find_runs(None, get_preset(preset).name, root, worklog_run=worklog_run):
+        out += [Finding(**f) for f in r.meta.get("findings") or [] if f.get("chapter") != "10_results"]
+    return sorted(out, key=lambda f: CHAPTERS.index(f.chapter))

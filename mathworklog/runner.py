@@ -14,11 +14,11 @@ from .files import project_root
 from .runs import Run, find_runs, latest_run, new_run
 from .settings import CHAPTERS, on_gpu
 from .chain import run_chapters
-from .results import evidence
+from .results import plot_staircase, staircase
 
 # %% auto #0
 __all__ = ['OFFLINE_TEMPLATE', 'FIT_CSS', 'for_reader', 'chapter_title', 'error_outputs', 'page_html', 'index_html',
-           'render_pages', 'run_worklog', 'export_worklog', 'worklog_markdown', 'worklog_main']
+           'opening_html', 'render_pages', 'run_worklog', 'export_worklog', 'worklog_markdown', 'worklog_main']
 
 # %% ../nbs/11_runner.ipynb #8db7ff0c
 OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
@@ -90,16 +90,39 @@ def _index_row(r: dict) -> str:
 def index_html(title: str,        # the page's heading
                rows: list[dict],  # per chapter: page, title, stem, seconds (or None), errors
                note: str = "",    # a line under the heading
+               opening: str = "", # HTML that opens the page, before the chapters (the findings, the staircase)
               ) -> str:
-    "The index page: a table that links each chapter's page with its title, its time and its error count."
+    "The index page: what the worklog found first, then a table linking each chapter's page with its time and errors."
     import html
-    style = ("body{font-family:sans-serif;max-width:60em;margin:2em auto}td,th{padding:.3em .8em;text-align:left}"
-             "tr:nth-child(even){background:#f4f4f4}.num{text-align:right}.err{color:#b00;font-weight:bold}")
+    style = ("body{font-family:sans-serif;max-width:70em;margin:2em auto}td,th{padding:.3em .8em;text-align:left;"
+             "vertical-align:top}tr:nth-child(even){background:#f4f4f4}.num{text-align:right}"
+             ".err{color:#b00;font-weight:bold}img{max-width:100%;height:auto}table{display:block;overflow-x:auto}")
     body = "\n".join(_index_row(r) for r in rows)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f"<style>{style}</style></head>\n<body><h1>{html.escape(title)}</h1><p>{html.escape(note)}</p>\n"
+            f"{opening}<h2>The chapters</h2>\n"
             f"<table><tr><th>chapter</th><th>notebook</th><th>time</th><th>errors</th></tr>\n{body}\n</table>"
             "</body></html>\n")
+
+# %% ../nbs/11_runner.ipynb #36eb864e
+def opening_html(run_dir, meta: dict) -> str:
+    """What opens the index: the worklog run's findings (written by chapter 10 into its `meta.json`) and the staircase
+    of held-out exact accuracy, ours beside the worklog's, both computed from this run's own runs."""
+    import base64, io, html
+    import matplotlib.pyplot as plt
+    from mathworklog.findings import Finding, findings_frame
+    out, fs = [], [Finding(**f) for f in meta.get("findings") or []]
+    if fs:
+        out.append("<h2>What the worklog claimed, and whether it holds here</h2>"
+                   + findings_frame(fs).to_html(index=False, escape=True, border=0))
+    t = staircase(meta.get("preset", "tiny"), Path(run_dir).name, root=Path(run_dir).parent)
+    if t.heldout_exact.notna().any():
+        fig, buf = plot_staircase(t, "test exact accuracy by run, beside the worklog"), io.BytesIO()
+        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+        plt.close(fig)
+        out.append('<h2>The staircase</h2><img alt="test exact accuracy by run" src="data:image/png;base64,'
+                   f'{base64.b64encode(buf.getvalue()).decode()}">')
+    return "\n".join(out)
 
 # %% ../nbs/11_runner.ipynb #df4a22f3
 def render_pages(run_dir) -> Path:
@@ -119,7 +142,8 @@ def render_pages(run_dir) -> Path:
                          errors=error_outputs(nb)))
     note = ", ".join(f"{k} {meta[k]}" for k in ("preset", "status", "git_commit") if meta.get(k))
     if res.get("total_seconds") is not None: note += f"; {res['total_seconds']:.0f} s in all"
-    return atomic_write_text(run_dir / "pages" / "index.html", index_html(f"Worklog {run_dir.name}", rows, note))
+    return atomic_write_text(run_dir / "pages" / "index.html",
+                             index_html(f"Worklog {run_dir.name}", rows, note, opening_html(run_dir, meta)))
 
 # %% ../nbs/11_runner.ipynb #2887fcef
 def _progress(total: int):
@@ -152,55 +176,46 @@ def run_worklog(preset: str = "tiny", only: list | None = None, skip_results: bo
         raise
     finally:
         if bar is not None: bar.close()
-    wl.update_meta(status="done", results=res | dict(evidence=evidence(preset=preset).to_dict("records")))
+    wl.update_meta(status="done", results=res)
     render_pages(wl.path)
     return wl
 
 # %% ../nbs/11_runner.ipynb #afc739d6
-def export_worklog(path, preset: str = "tiny"):
-    """Write the newest worklog run's chapter times and evidence to `path` (JSON): what the README quotes for this
-    preset; the newest live sync experiment's `live_sync.json` is copied beside it."""
-    from mathworklog.files import atomic_write_text, git_commit, library_versions
-    live = latest_run("sync", preset)
-    if live is not None and (live.path / "live_sync.json").exists():
-        atomic_write_text(Path(path).parent / "live_sync.json", (live.path / "live_sync.json").read_text())
-
+def export_worklog(path, preset: str = "tiny") -> Path:
+    """Write the newest finished worklog run to `path` (JSON): its chapter times, its findings, the staircase of its
+    rows and the versions it ran with (what the README quotes); its live sync experiment's `live_sync.json` beside."""
+    from mathworklog.files import atomic_write_text
     wl = find_runs("worklog", preset, status="done")[-1]
     m = wl.meta
-    atomic_write_text(
-        path,
-        json.dumps(
-            dict(
-                preset=preset,
-                worklog_run=wl.id,
-                created_at=m["created_at"],
-                git_commit=m.get("git_commit"),
-                versions=m.get("versions"),
-                **m["results"]
-            ),
-            indent=2,
-            default=str,
-        )
-        + "\n",
-    )
-    return path
+    live = [r for r in find_runs("sync", preset, status="done", worklog_run=wl.id)
+            if (r.path/"live_sync.json").exists()]
+    if live: atomic_write_text(Path(path).parent/"live_sync.json", (live[-1].path/"live_sync.json").read_text())
+    rows = staircase(preset, wl.id).reset_index(names="key").to_dict("records")
+    d = dict(preset=preset, worklog_run=wl.id, created_at=m["created_at"], git_commit=m.get("git_commit"),
+             versions=m.get("versions"), **m["results"], findings=m.get("findings") or [], rows=rows)
+    return atomic_write_text(path, json.dumps(d, indent=2, default=str) + "\n")
 
 # %% ../nbs/11_runner.ipynb #d9880a71
+def _cell(v) -> str:
+    "A table cell as markdown writes it: no line breaks, no bare pipes."
+    return str("—" if v is None or v != v else v).replace("|", "\\|").replace("\n", " ")
+
 def worklog_markdown(path) -> str:
-    "The exported worklog (see `export_worklog`) as markdown: chapter times and each chapter's headline figures."
+    """The exported worklog (`export_worklog`) as markdown: the findings table first, then the staircase of held-out
+    exact accuracy beside the worklog's, then the chapters' times."""
+    from mathworklog.findings import Finding, findings_frame
     d = json.loads(Path(path).read_text())
-    ev = pd.DataFrame(d.get("evidence", []))
-    fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)
-    lines = [
-        f"Preset `{d['preset']}`, worklog run `{d['worklog_run']}` at commit `{str(d.get('git_commit'))[:10]}`: "
-        f"every chapter in "
-        f"{d['total_seconds']:.0f} s (" + ", ".join(f"{k} {v:.0f} s" for k, v in d["seconds"].items()) + ").",
-        "",
-    ]
-    if len(ev):
-        lines += ["| chapter | figure | value |", "|---|---|---|"] + [
-            f"| {r.chapter} | {r.figure} | {fmt(r.value)} |" for r in ev.itertuples()
-        ]
+    ff = findings_frame([Finding(**f) for f in d.get("findings", [])])
+    lines = ["| chapter | the worklog's claim | worklog | ours | here | why |", "|---|---|---|---|---|---|"]
+    lines += [f"| {_cell(r.chapter)} | {_cell(r.claim)} | {_cell(r.worklog)} | {_cell(r.ours)} | {_cell(r.verdict)} | "
+              f"{_cell(r.why)} |" for r in ff.itertuples()]
+    lines += ["", "| run | worklog | ours (held-out exact) | start | steps |", "|---|---|---|---|---|"]
+    lines += [f"| {_cell(r['run'])} | {r['worklog_exact']}% | "
+              f"{'not run' if r['heldout_exact'] is None else str(r['heldout_exact']) + '%'} | {_cell(r['start'])} | "
+              f"{_cell(r['steps'])} |" for r in d.get("rows", [])]
+    lines += ["", f"Preset `{d['preset']}`, worklog run `{d['worklog_run']}` at commit "
+              f"`{str(d.get('git_commit'))[:10]}`: every chapter in {d['total_seconds']:.0f} s ("
+              + ", ".join(f"{k} {v:.0f} s" for k, v in d["seconds"].items()) + ")."]
     return "\n".join(lines)
 
 # %% ../nbs/11_runner.ipynb #768c8c34

@@ -10,7 +10,7 @@ from mathworklog.procs import free_port
 from mathworklog.data import load_gsm8k, prepare, preset_tokenizer
 from mathworklog.rewards import REWARD_WEIGHTS
 from mathworklog.grpo import train_grpo
-from mathworklog.procs import VLLMServer
+from mathworklog.server import VLLMServer
 from mathworklog.generation import choose_engine
 from mathworklog.runs import read_metrics
 

@@ -15,7 +15,7 @@ from mathworklog.models import load_tokenizer, model_from, model_path
 from mathworklog.data import (require_gsm8k, grade, lenient_answers, parse_number, strict_answer, load_gsm8k, prepare,
                               preset_tokenizer)
 from mathworklog.rewards import REWARD_FUNCS
-from mathworklog.procs import VLLMServer
+from mathworklog.server import VLLMServer
 from mathworklog.grpo import GRPOSettings, train_grpo
 from mathworklog.runs import latest_checkpoint, read_metrics
 

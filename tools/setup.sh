@@ -13,6 +13,9 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 if command -v nvidia-smi >/dev/null 2>&1; then gpu=1; need="import mathworklog, trl, papermill, nbdev, trackio"
 else gpu=0; need="import mathworklog, trl, papermill, nbdev, trackio, vllm"; fi
 need="$need, nbconvert, websockets"   # the worklog as pages: results.render_pages, tests/test_pages.py
+# vLLM finds the CPU weight-transfer engine through the package's entry point: a venv installed before it was declared
+# reinstalls the package
+need="$need; from mathworklog.transport import plugin_installed; assert plugin_installed()"
 if ! python -c "$need" 2>/dev/null; then
   python -m pip install -q --upgrade pip
   if [ $gpu = 1 ]; then python -m pip install -q -e ".[dev]"
