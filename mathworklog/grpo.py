@@ -29,11 +29,35 @@ from .evaluate import evaluate_model
 from .rewards import REWARD_FUNCS, REWARD_WEIGHTS, weights_list, zero_signal_share
 
 # %% auto #0
-__all__ = ['ENTROPY_LEVERS', 'IS_MODES', 'GRPO_PANELS', 'SUMMARY_KEYS', 'STORY_RUNS', 'LEARNER', 'entropy_levers', 'GRPOSettings',
-           'grpo_config', 'recording_trainer_class', 'attach_rollout_copy', 'join_rollouts', 'supersede',
-           'drop_superseded', 'EvalCallback', 'grpo_dataset', 'SyncPatches', 'trl_sync_patches', 'build_grpo_trainer',
-           'served_eval', 'train_grpo', 'join_rollout_parts', 'plot_grpo', 'grpo_summary', 'token_entropy',
-           'same_prompt_control', 'story_settings']
+__all__ = ['STORY_RUNS', 'LEARNER', 'ENTROPY_LEVERS', 'IS_MODES', 'GRPO_PANELS', 'SUMMARY_KEYS', 'story_settings',
+           'entropy_levers', 'GRPOSettings', 'grpo_config', 'recording_trainer_class', 'attach_rollout_copy',
+           'join_rollouts', 'supersede', 'drop_superseded', 'EvalCallback', 'grpo_dataset', 'SyncPatches',
+           'trl_sync_patches', 'build_grpo_trainer', 'served_eval', 'train_grpo', 'join_rollout_parts', 'plot_grpo',
+           'grpo_summary', 'token_entropy', 'same_prompt_control']
+
+# %% ../nbs/07_grpo.ipynb #ee264098
+STORY_RUNS = {   # label → (what it tries, `GRPOSettings` fields): chapter 07's runs, in the worklog's order
+    "vllm_bf16_unpatched": ("through vLLM as the worklog first ran it: bf16 weights, the server's transport",
+                            dict(rollout="colocate", transport="server", weights="bf16", sync_fix=False)),
+    "attempt1_token_truncate": ("attempt 1: weight each token by its own ratio instead of dropping completions",
+                                dict(rollout="colocate", transport="server", weights="bf16", sync_fix=False,
+                                     is_mode="token_truncate")),
+    "attempt3_fp32": ("attempt 3: fp32 everywhere, trainer and vLLM",
+                      dict(rollout="colocate", transport="server", precision="fp32", sync_fix=False)),
+    "no_vllm": ("without vLLM: the policy samples its own rollouts", dict(rollout="hf")),
+    "entropy_levers": ("without vLLM, with adaptive entropy, clip-higher and a lower lr at once",
+                       dict(rollout="hf", entropy_lever="adaptive_entropy+clip_higher+low_lr")),
+}
+LEARNER = "no_vllm"   # the run that trains for the preset's full number of steps
+
+# %% ../nbs/07_grpo.ipynb #faa1d9d5
+def story_settings(label: str, P, buffer: int | None = None, **kw) -> GRPOSettings:
+    "The settings of one of `STORY_RUNS` on preset `P` (`buffer`: the server transport's packing buffer)."
+    what, over = STORY_RUNS[label]
+    steps = P.grpo_steps if label == LEARNER else (P.mystery_steps or P.grpo_steps)
+    extra = dict(transport_buffer=buffer) if over.get("transport") == "server" and buffer else {}
+    return GRPOSettings.from_preset(P, **(dict(steps=steps, eval_every=0 if label != LEARNER else P.eval_every)
+                                          | over | extra | kw))
 
 # %% ../nbs/07_grpo.ipynb #99133f51
 ENTROPY_LEVERS = {"adaptive_entropy": dict(use_adaptive_entropy=True, entropy_target=0.30),
@@ -512,27 +536,3 @@ def same_prompt_control(run_dir, model_path: str, tokenizer, records: list[dict]
                    entropy=token_entropy(model, tokenizer, list(d.prompt), list(d.completion)))
         rows.append(row | {f"rewards/{k}/mean": float(d[k].mean()) for k in REWARD_WEIGHTS})
     return pd.DataFrame(rows)
-
-# %% ../nbs/07_grpo.ipynb #ee264098
-STORY_RUNS = {   # label → (what it tries, `GRPOSettings` fields): chapter 07's runs, in the worklog's order
-    "vllm_bf16_unpatched": ("through vLLM as the worklog first ran it: bf16 weights, the server's transport",
-                            dict(rollout="colocate", transport="server", weights="bf16", sync_fix=False)),
-    "attempt1_token_truncate": ("attempt 1: weight each token by its own ratio instead of dropping completions",
-                                dict(rollout="colocate", transport="server", weights="bf16", sync_fix=False,
-                                     is_mode="token_truncate")),
-    "attempt3_fp32": ("attempt 3: fp32 everywhere, trainer and vLLM",
-                      dict(rollout="colocate", transport="server", precision="fp32", sync_fix=False)),
-    "no_vllm": ("without vLLM: the policy samples its own rollouts", dict(rollout="hf")),
-    "entropy_levers": ("without vLLM, with adaptive entropy, clip-higher and a lower lr at once",
-                       dict(rollout="hf", entropy_lever="adaptive_entropy+clip_higher+low_lr")),
-}
-LEARNER = "no_vllm"   # the run that trains for the preset's full number of steps
-
-# %% ../nbs/07_grpo.ipynb #faa1d9d5
-def story_settings(label: str, P, buffer: int | None = None, **kw) -> GRPOSettings:
-    "The settings of one of `STORY_RUNS` on preset `P` (`buffer`: the server transport's packing buffer)."
-    what, over = STORY_RUNS[label]
-    steps = P.grpo_steps if label == LEARNER else (P.mystery_steps or P.grpo_steps)
-    extra = dict(transport_buffer=buffer) if over.get("transport") == "server" and buffer else {}
-    return GRPOSettings.from_preset(P, **(dict(steps=steps, eval_every=0 if label != LEARNER else P.eval_every)
-                                          | over | extra | kw))
