@@ -15,7 +15,7 @@ from .settings import lora_scaling
 from .files import atomic_write_text, fresh_path
 
 # %% auto #0
-__all__ = ['read_adapter', 'lora_updates', 'average_updates', 'naive_average', 'diagnostics', 'merge_average',
+__all__ = ['read_adapter', 'lora_updates', 'average_updates', 'naive_average', 'flat_updates', 'diagnostics', 'merge_average',
            'average_as_adapter', 'last_checkpoints', 'bucket_summary']
 
 # %% ../nbs/09_checkpoint_averaging.ipynb #7d791a83
@@ -75,16 +75,16 @@ def naive_average(paths: list) -> dict[str, torch.Tensor]:
     return out
 
 # %% ../nbs/09_checkpoint_averaging.ipynb #86781319
-def _flat(d):
+def flat_updates(d):
     "Every tensor of `d`, in name order, as one fp64 vector."
     return torch.cat([d[k].flatten().double() for k in sorted(d)])
 
 # %% ../nbs/09_checkpoint_averaging.ipynb #b7b8706f
 def diagnostics(avg: dict, last: dict, naive: dict|None = None) -> dict:
     "Norm of the average relative to the last update, their cosine, and how far the naive average is off."
-    a, l = _flat(avg), _flat(last)
+    a, l = flat_updates(avg), flat_updates(last)
     out = dict(rel_norm=float(a.norm() / l.norm()), cosine=float(a @ l / (a.norm() * l.norm())))
-    if naive is not None: out["naive_rel_error"] = float((_flat(naive) - a).norm() / a.norm())
+    if naive is not None: out["naive_rel_error"] = float((flat_updates(naive) - a).norm() / a.norm())
     return out
 
 # %% ../nbs/09_checkpoint_averaging.ipynb #b4ca1b64
