@@ -21,7 +21,7 @@ from .settings import Settings, get_preset, ran_on, valid_choice, valid_int, val
 from .worklog import beside
 from .weights import (SyncPatch, SyncProbe, SyncProbeCallback, patch_trl_lora_sync, probe_batch,
                                  trainer_vllm_copy, use_server_transport)
-from .trace import start_model
+from .trace import bf16_survival, noise_table, start_model
 from .reports import suspect
 
 # %% auto #0
