@@ -140,7 +140,6 @@ def first_number(text: str) -> Decimal|None:
     m = NUM_RE.search(text or "")
     return _value(m.group()) if m else None
 
-# %% ../nbs/01_data.ipynb #9e890494
 def last_number(text: str) -> Decimal|None:
     "The last number in `text`, or None."
     ms = NUM_RE.findall(text or "")
@@ -208,21 +207,19 @@ def gsm8k_source(source: str|None = None) -> str:
     return "hub" if hub_reachable() else "bundled"
 
 # %% ../nbs/01_data.ipynb #ff9eee17
-def require_gsm8k(preset="tiny", source: str | None = None, allow_bundled: bool | None = None) -> str:
+def require_gsm8k(preset="tiny", source: str|None = None, allow_bundled: bool|None = None) -> str:
     "Where a run of `preset` gets its questions: 'world' for a preset with a world, else GSM8K's source (checked)."
     p = get_preset(preset)
     if p.world and source is None: return "world"
     src = gsm8k_source(source)
     allow = allow_bundled if allow_bundled is not None else os.environ.get("MATHWORKLOG_ALLOW_BUNDLED") == "1"
     if src == "bundled" and p.real_tokenizer and not allow:
-        raise MissingResourceError(
-            f"preset {p.name!r} needs GSM8K, but no local copy is configured and the Hugging Face hub is "
-            f"unreachable, so "
-            f"only the bundled practice problems (data/, not GSM8K) are here. Provide GSM8K either (1) by pointing "
-            f"$MATHWORKLOG_GSM8K at a folder holding GSM8K's train.jsonl and test.jsonl, or (2) by giving this machine "
-            f"access to the hub (openai/gsm8k). To run {p.name!r} on the bundled problems anyway, set "
-            f"MATHWORKLOG_ALLOW_BUNDLED=1 (or pass allow_bundled=True)."
-        )
+        raise MissingResourceError(f"preset {p.name!r} needs GSM8K, but no local copy is configured and the Hugging "
+                                   f"Face hub is unreachable, so only the bundled practice problems (data/, not GSM8K) "
+                                   f"are here. Provide GSM8K either (1) by pointing $MATHWORKLOG_GSM8K at a folder "
+                                   f"holding GSM8K's train.jsonl and test.jsonl, or (2) by giving this machine access "
+                                   f"to the hub (openai/gsm8k). To run {p.name!r} on the bundled problems anyway, set "
+                                   f"MATHWORKLOG_ALLOW_BUNDLED=1 (or pass allow_bundled=True).")
     return src
 
 # %% ../nbs/01_data.ipynb #4d20a672
@@ -230,17 +227,13 @@ def _rows_from(src: str, split: str) -> list[dict]:
     "The rows of `split` from a source named by `gsm8k_source`."
     if src == "hub":
         from datasets import load_dataset
-
-        return [
-            dict(question=r["question"], answer=r["answer"]) for r in load_dataset("openai/gsm8k", "main", split=split)
-        ]
-    f = (data_dir() if src == "bundled" else Path(src)) / f"{split}.jsonl"
+        return [dict(question=r["question"], answer=r["answer"]) for r in load_dataset("openai/gsm8k", "main",
+                                                                                        split=split)]
+    f = (data_dir() if src == "bundled" else Path(src))/f"{split}.jsonl"
     if not f.exists():
-        raise MissingResourceError(
-            f"GSM8K {split} split not found at {f}. Either point $MATHWORKLOG_GSM8K (or the "
-            f"`source` argument) at a folder holding GSM8K's {split}.jsonl, or unset it to use "
-            f"the hub (openai/gsm8k) or the bundled problems."
-        )
+        raise MissingResourceError(f"GSM8K {split} split not found at {f}. Either point $MATHWORKLOG_GSM8K (or the "
+                                   f"`source` argument) at a folder holding GSM8K's {split}.jsonl, or unset it to use "
+                                   f"the hub (openai/gsm8k) or the bundled problems.")
     return _read_jsonl(f)
 
 # %% ../nbs/01_data.ipynb #56e56434

@@ -114,28 +114,22 @@ def fresh_path(p) -> Path:
 # %% ../nbs/00a_files.ipynb #b5801d9f
 def cached_dir(out, build, complete=None, lock: bool = True) -> Path:
     "Cache folder `out`, built once by `build(tmp)` in a fresh temporary folder beside it, then renamed onto `out`."
-    out = Path(out)
-    complete = complete or (lambda p: p.is_dir())
-    if complete(out):
-        return out
+    out, complete = Path(out), complete or (lambda p: p.is_dir())
+    if complete(out): return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    with locked(out.parent) if lock else contextlib.nullcontext():  # others wait here instead of building twice
-        if complete(out):
-            return out
+    with locked(out.parent) if lock else contextlib.nullcontext():    # others wait here instead of building twice
+        if complete(out): return out
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
         try:
             build(tmp)
-            if out.exists() and not complete(out):  # a stale, incomplete folder: set it aside, then drop it
+            if out.exists() and not complete(out):                    # a stale, incomplete folder: set aside, dropped
                 stale = tmp.with_name(tmp.name.replace(".tmp-", ".stale-"))
                 with contextlib.suppress(OSError):
                     os.rename(out, stale)
                     shutil.rmtree(stale, ignore_errors=True)
-            try:
-                os.rename(tmp, out)
+            try: os.rename(tmp, out)
             except OSError:
-                if not complete(out):
-                    raise  # else another process won the race: keep its copy
+                if not complete(out): raise                           # else another process won the race: keep its copy
         finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)  # the loser discards its own build, never the winner's
+            if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)   # a loser drops its own build, never the winner's
     return out

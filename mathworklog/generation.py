@@ -19,7 +19,7 @@ from .models import load_model
 __all__ = ['GROUPED_DECODE', 'CPU_VLLM_ENV', 'CPU_GENERATE_ENGINE', 'Generation', 'Generator', 'stop_ids', 'token_logprobs',
            'HFGenerator', 'grouped_decode_sdpa', 'register_grouped_decode', 'grouped_decoding', 'StaticCaches',
            'cache_kwarg', 'fast_config', 'fast_generate', 'vllm_available', 'cpu_vllm_env', 'context_length',
-           'VLLMGenerator', 'release_vllm', 'start_llm', 'fd_to_file', 'dtype_view', 'choose_engine']
+           'VLLMGenerator', 'release_vllm', 'fd_to_file', 'start_llm', 'dtype_view', 'choose_engine']
 
 # %% ../nbs/01a_generation.ipynb #e1faad11
 @dataclass
@@ -119,7 +119,6 @@ def register_grouped_decode():
     AttentionMaskInterface.register(GROUPED_DECODE, sdpa_mask)
     return GROUPED_DECODE
 
-# %% ../nbs/01a_generation.ipynb #507a029d
 @contextlib.contextmanager
 def grouped_decoding(model):
     "Switch an SDPA model to grouped decoding for the block (other attention implementations are left alone)."
@@ -155,10 +154,8 @@ def cache_kwarg() -> str:
 
 # %% ../nbs/01a_generation.ipynb #061b7fe8
 def fast_config() -> dict:
-    """GenerationConfig fields for the fast path: compile the decode step with CUDA graphs (transformers'
-    `CompileConfig`)."""
+    "GenerationConfig fields for the fast path: the decode step compiled with CUDA graphs (`CompileConfig`)."
     from transformers import CompileConfig
-
     return dict(disable_compile=False, compile_config=CompileConfig(mode="reduce-overhead", fullgraph=False))
 
 # %% ../nbs/01a_generation.ipynb #73352d10
@@ -259,6 +256,21 @@ def release_vllm():
         cleanup_dist_env_and_memory()
     if on_gpu(): torch.cuda.empty_cache()
 
+# %% ../nbs/01a_generation.ipynb #f3fe31a7
+@contextlib.contextmanager
+def fd_to_file(fd: int, f):
+    "For the block, the process-level file descriptor `fd` (2: stderr, where C++ code writes) goes to the file `f`."
+    import sys
+    stream = sys.stderr if fd == 2 else sys.stdout
+    with contextlib.suppress(Exception): stream.flush()
+    saved = os.dup(fd)
+    os.dup2(f.fileno(), fd)
+    try: yield
+    finally:
+        with contextlib.suppress(Exception): stream.flush()
+        os.dup2(saved, fd)
+        os.close(saved)
+
 # %% ../nbs/01a_generation.ipynb #08dad300
 def start_llm(**kw):
     """`vllm.LLM(**kw)`, its start-up chatter (C++ warnings, loading bars) in a log instead of the notebook;
@@ -274,21 +286,6 @@ def start_llm(**kw):
             tail = log.read().decode(errors="replace")[-4000:]
             if tail and isinstance(e, Exception): e.add_note(f"vLLM's start-up output:\n{tail}")
             raise
-
-# %% ../nbs/01a_generation.ipynb #f3fe31a7
-@contextlib.contextmanager
-def fd_to_file(fd: int, f):
-    "For the block, the process-level file descriptor `fd` (2: stderr, where C++ code writes) goes to the file `f`."
-    import sys
-    stream = sys.stderr if fd == 2 else sys.stdout
-    with contextlib.suppress(Exception): stream.flush()
-    saved = os.dup(fd)
-    os.dup2(f.fileno(), fd)
-    try: yield
-    finally:
-        with contextlib.suppress(Exception): stream.flush()
-        os.dup2(saved, fd)
-        os.close(saved)
 
 # %% ../nbs/01a_generation.ipynb #62b16222
 @patch

@@ -10,11 +10,10 @@ from __future__ import annotations
 import hashlib, json, os
 from datetime import datetime, timezone
 from pathlib import Path
-from .settings import (MissingResourceError, Preset, get_preset, hub_reachable, pick_device, require_gpu,
-                       cpu_threads)
+from .settings import (MissingResourceError, Preset, cpu_threads, get_preset, hub_reachable, on_gpu,
+                                  pick_device, require_gpu)
 from .files import cache_dir, cached_dir, data_dir, runs_root
 from .runs import Run, usable_run
-from .settings import on_gpu
 
 # %% auto #0
 __all__ = ['HUB_TOKENIZER', 'SPECIAL_TOKENS', 'QWEN2_PRETOKENIZE_REGEX', 'CHATML_TEMPLATE', 'SCALE_MODELS', 'SCALE_PARTS',
@@ -26,43 +25,31 @@ __all__ = ['HUB_TOKENIZER', 'SPECIAL_TOKENS', 'QWEN2_PRETOKENIZE_REGEX', 'CHATML
 def tokenizer_source(preset) -> str:
     "Which tokenizer a run of `preset` reads with, in words (no network call)."
     p = get_preset(preset)
-    if p.vocab_size:
-        return f"tokenizer: the scale model's {p.vocab_size:,}-token BPE (data/scale/tokenizer)"
-    if os.environ.get("MATHWORKLOG_TOKENIZER"):
-        return "tokenizer: Qwen2.5's, from $MATHWORKLOG_TOKENIZER"
-    return "tokenizer: Qwen2.5's, from the hub" + (
-        "" if fallback_refused(p) else " (without it, the offline fallback BPE)"
-    )
+    if p.vocab_size: return f"tokenizer: the scale model's {p.vocab_size:,}-token BPE (data/scale/tokenizer)"
+    if os.environ.get("MATHWORKLOG_TOKENIZER"): return "tokenizer: Qwen2.5's, from $MATHWORKLOG_TOKENIZER"
+    return "tokenizer: Qwen2.5's, from the hub" + ("" if fallback_refused(p) else " (else the offline fallback BPE)")
 
 # %% ../nbs/00d_models.ipynb #e4637abb
 def quiet(preset: str | None = None):
     "Silence progress bars and library warnings in notebook output; with `preset`, say what produced the output."
     import logging, warnings
-
-    for cat in (FutureWarning, DeprecationWarning, UserWarning):
-        warnings.filterwarnings("ignore", category=cat)
+    for cat in (FutureWarning, DeprecationWarning, UserWarning): warnings.filterwarnings("ignore", category=cat)
     warnings.filterwarnings("ignore", message="IProgress not found")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import transformers, datasets
-
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     datasets.utils.logging.set_verbosity_error()
     datasets.disable_progress_bars()
-    for name in ("accelerate", "vllm", "torch._dynamo", "torch._inductor"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+    for n in ("accelerate", "vllm", "torch._dynamo", "torch._inductor"): logging.getLogger(n).setLevel(logging.ERROR)
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "1")
     cpu_threads()
-    if preset is None:
-        return
+    if preset is None: return
     import torch, mathworklog
-
     dev = torch.cuda.get_device_name() if on_gpu() else f"CPU ({os.cpu_count()} cores)"
-    print(
-        f"mathworklog {mathworklog.__version__}: preset={preset!r} on {dev}, torch {torch.__version__}, "
-        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {tokenizer_source(preset)}"
-    )
+    print(f"mathworklog {mathworklog.__version__}: preset={preset!r} on {dev}, torch {torch.__version__}, "
+          f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {tokenizer_source(preset)}")
 
 # %% ../nbs/00d_models.ipynb #1ff03654
 HUB_TOKENIZER = "Qwen/Qwen2.5-0.5B-Instruct"
@@ -78,31 +65,17 @@ def train_bpe(corpus: list[str], vocab_size: int, added=()):
     "A byte-level BPE built like Qwen2.5's, trained on `corpus`; `added` become single (non-special) tokens."
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
-
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Split(Regex(QWEN2_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ]
-    )
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size - len(added),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        special_tokens=list(SPECIAL_TOKENS),
-        show_progress=False,
-    )
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size - len(added), special_tokens=list(SPECIAL_TOKENS),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(corpus, trainer)
-    if added:
-        tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in added])
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        chat_template=CHATML_TEMPLATE,
-        clean_up_tokenization_spaces=False,
-    )
+    if added: tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in added])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                   chat_template=CHATML_TEMPLATE, clean_up_tokenization_spaces=False)
 
 # %% ../nbs/00d_models.ipynb #60a00c61
 def fallback_tokenizer(vocab_size: int = 4096):
@@ -125,17 +98,14 @@ def fallback_refused(preset) -> bool:
 # %% ../nbs/00d_models.ipynb #34b7eee1
 def _no_tokenizer(preset) -> MissingResourceError:
     "The error for a missing Qwen2.5 tokenizer, saying how to provide it (and why `gpu`/`full` refuse the fallback)."
-    msg = (
-        f"No Qwen2.5 tokenizer here: $MATHWORKLOG_TOKENIZER is unset and the hub is unreachable. Point "
-        f"$MATHWORKLOG_TOKENIZER at a local copy (a folder holding tokenizer.json), or connect to the hub "
-        f"({HUB_TOKENIZER})."
-    )
+    msg = (f"No Qwen2.5 tokenizer here: $MATHWORKLOG_TOKENIZER is unset and the hub is unreachable. Point "
+           f"$MATHWORKLOG_TOKENIZER at a local copy (a folder holding tokenizer.json), or connect to the hub "
+           f"({HUB_TOKENIZER}).")
     if fallback_refused(preset):
-        msg += (
-            f" The offline fallback (a 4,096-token BPE) is for the tiny preset and fresh clones: preset "
-            f"{get_preset(preset).name!r} builds its models over Qwen2.5's vocabulary, and a model trained with one "
-            f"tokenizer reads another's ids as noise. Set MATHWORKLOG_ALLOW_BUNDLED=1 to use the fallback anyway."
-        )
+        msg += (f" The offline fallback (a 4,096-token BPE) is for the tiny preset and fresh clones: preset "
+                f"{get_preset(preset).name!r} builds its models over Qwen2.5's vocabulary, and a model trained with "
+                f"one tokenizer reads another's ids as noise. Set MATHWORKLOG_ALLOW_BUNDLED=1 to use the fallback "
+                f"anyway.")
     return MissingResourceError(msg)
 
 # %% ../nbs/00d_models.ipynb #29093076
@@ -185,29 +155,18 @@ def random_qwen2(tokenizer, dims: dict, seed: int = 0, extra_rows: int = 0, name
     "A seeded random Qwen2 over `tokenizer`, saved as safetensors into the cache (atomically); its folder."
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    cfg = Qwen2Config(
-        vocab_size=vocab_rows(tokenizer) + extra_rows,
-        tie_word_embeddings=True,
-        bos_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>"),
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        **dims,
-    )
-    vocab = sorted(tokenizer.get_vocab().items())  # the tokenizer itself, not just its size, names the folder
-    key = hashlib.sha1(
-        json.dumps([cfg.to_dict().get(k) for k in sorted(dims)] + [cfg.vocab_size, seed, vocab], default=str).encode()
-    ).hexdigest()[:10]
-
+    cfg = Qwen2Config(vocab_size=vocab_rows(tokenizer) + extra_rows, tie_word_embeddings=True, **dims,
+                      bos_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>"),
+                      eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    vocab = sorted(tokenizer.get_vocab().items())      # the tokenizer itself, not just its size, names the folder
+    key = json.dumps([cfg.to_dict().get(k) for k in sorted(dims)] + [cfg.vocab_size, seed, vocab], default=str)
+    key = hashlib.sha1(key.encode()).hexdigest()[:10]
     def build(tmp):
         torch.manual_seed(seed)
         Qwen2ForCausalLM(cfg).save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
-
-    def complete(p):
-        return all((p / f).exists() for f in ("model.safetensors", "config.json", "tokenizer_config.json"))
-
-    return str(cached_dir(cache_dir() / f"{name}-{key}", build, complete))
+    def complete(p): return all((p/f).exists() for f in ("model.safetensors", "config.json", "tokenizer_config.json"))
+    return str(cached_dir(cache_dir()/f"{name}-{key}", build, complete))
 
 # %% ../nbs/00d_models.ipynb #6b513ec7
 RANDOM_MODELS = ("shaped", "shaped-teacher")

@@ -189,22 +189,9 @@ def export_worklog(path, preset: str = "tiny"):
 
     wl = find_runs("worklog", preset, status="done")[-1]
     m = wl.meta
-    atomic_write_text(
-        path,
-        json.dumps(
-            dict(
-                preset=preset,
-                worklog_run=wl.id,
-                created_at=m["created_at"],
-                git_commit=m.get("git_commit"),
-                versions=m.get("versions"),
-                **m["results"]
-            ),
-            indent=2,
-            default=str,
-        )
-        + "\n",
-    )
+    out = dict(preset=preset, worklog_run=wl.id, created_at=m["created_at"], git_commit=m.get("git_commit"),
+               versions=m.get("versions"), **m["results"])
+    atomic_write_text(path, json.dumps(out, indent=2, default=str) + "\n")
     return path
 
 # %% ../nbs/11_runner.ipynb #d9880a71
@@ -213,47 +200,32 @@ def worklog_markdown(path) -> str:
     d = json.loads(Path(path).read_text())
     ev = pd.DataFrame(d.get("evidence", []))
     fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)
-    lines = [
-        f"Preset `{d['preset']}`, worklog run `{d['worklog_run']}` at commit `{str(d.get('git_commit'))[:10]}`: "
-        f"every chapter in "
-        f"{d['total_seconds']:.0f} s (" + ", ".join(f"{k} {v:.0f} s" for k, v in d["seconds"].items()) + ").",
-        "",
-    ]
-    if len(ev):
-        lines += ["| chapter | figure | value |", "|---|---|---|"] + [
-            f"| {r.chapter} | {r.figure} | {fmt(r.value)} |" for r in ev.itertuples()
-        ]
+    times = ", ".join(f"{k} {v:.0f} s" for k, v in d["seconds"].items())
+    lines = [f"Preset `{d['preset']}`, worklog run `{d['worklog_run']}` at commit `{str(d.get('git_commit'))[:10]}`: "
+             f"every chapter in {d['total_seconds']:.0f} s ({times}).", ""]
+    if len(ev): lines += ["| chapter | figure | value |", "|---|---|---|"]
+    lines += [f"| {r.chapter} | {r.figure} | {fmt(r.value)} |" for r in ev.itertuples()]
     return "\n".join(lines)
 
 # %% ../nbs/11_runner.ipynb #768c8c34
 def worklog_main(argv=None):
     "Console entry point `mathworklog-worklog [--preset tiny] [--only 02_baseline ...]`."
-    ap = argparse.ArgumentParser(
-        description="Run the mathworklog chapters with papermill, then print the results table."
-    )
+    ap = argparse.ArgumentParser(description="Run the mathworklog chapters with papermill, then print the results.")
     ap.add_argument("--preset", default="tiny")
     ap.add_argument("--only", nargs="*")
-    ap.add_argument(
-        "--export",
-        default=None,
-        help="also write the chapter times and evidence to this JSON file (what the README quotes)",
-    )
+    ap.add_argument("--export", default=None,
+                    help="also write the chapter times and evidence to this JSON file (what the README quotes)")
     a = ap.parse_args(argv)
     t = run_worklog(a.preset, a.only)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_colwidth", 80)
     print(t.to_string(index=False))
     ev = evidence(preset=a.preset)
-    if len(ev):
-        print(
-            "\nwhat the worklog shows, measured in this preset's newest runs:\n"
-            + ev.drop(columns="run_id").to_string(index=False)
-        )
+    if len(ev): print("\nwhat the worklog shows, measured in this preset's newest runs:\n"
+                      + ev.drop(columns="run_id").to_string(index=False))
     wl = find_runs("worklog", a.preset)[-1]
-    print(
-        f"\nworklog run {wl.id}: chapter times (s) {wl.meta['results']['seconds']}; total "
-        f"{wl.meta['results']['total_seconds']} s"
-    )
+    print(f"\nworklog run {wl.id}: chapter times (s) {wl.meta['results']['seconds']}; total "
+          f"{wl.meta['results']['total_seconds']} s")
     if (wl.path / "pages" / "index.html").exists():
         print(f"the worklog as pages: {wl.path / 'pages' / 'index.html'}")
     if a.export:

@@ -13,15 +13,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from fastcore.basics import patch
 from .settings import Preset, get_preset, valid
-from mathworklog.files import (
-    atomic_path,
-    atomic_write_text,
-    fresh_path,
-    git_commit,
-    library_versions,
-    locked,
-    runs_root,
-)
+from .files import (atomic_path, atomic_write_text, fresh_path, git_commit, library_versions, locked,
+                               runs_root)
 
 # %% auto #0
 __all__ = ['MalformedRunError', 'RunRefusedError', 'Run', 'new_run', 'find_runs', 'latest_run', 'usable_run', 'resolve_run',
@@ -86,7 +79,6 @@ def save_table(self: Run, df, name: str) -> Path:
         else: df.to_parquet(tmp)
     return p
 
-# %% ../nbs/00c_runs.ipynb #20893aab
 @patch
 def save_json(self: Run, obj, name: str) -> Path:
     "Write `obj` as JSON to `name` inside the run, atomically; never overwrites."
@@ -140,7 +132,6 @@ def find_runs(chapter: str|None = None, preset: str|None = None, root: Path|None
         out.append((str(m.get("created_at", "")), r))
     return [r for _, r in sorted(out, key=lambda t: t[0])]
 
-# %% ../nbs/00c_runs.ipynb #b45ce220
 def latest_run(chapter: str, preset: str|None = None, root: Path|None = None) -> Run|None:
     "The newest finished (`done`) run of `chapter` (and `preset`), or None."
     rs = find_runs(chapter, preset, root, status="done")
@@ -152,11 +143,9 @@ def usable_run(run: Run, allow_nan: bool = False) -> Run:
     m = run.meta
     if m.get("status") == "nan" and not allow_nan:
         res = m.get("results") if isinstance(m.get("results"), dict) else {}
-        raise RunRefusedError(
-            f"run {run.id} has status 'nan': its training hit non-finite values at step "
-            f"{res.get('nan_step', '?')}, so it cannot be an input. Pass an earlier {m['chapter']} run "
-            f"(its id or folder), or run that chapter again."
-        )
+        raise RunRefusedError(f"run {run.id} has status 'nan': its training hit non-finite values at step "
+                              f"{res.get('nan_step', '?')}, so it cannot be an input. Pass an earlier {m['chapter']} "
+                              f"run (its id or folder), or run that chapter again.")
     return run
 
 # %% ../nbs/00c_runs.ipynb #3ac77982
@@ -174,19 +163,15 @@ def resolve_run(spec, chapter: str, preset: str|None = None, root: Path|None = N
 class NonFiniteRunError(RuntimeError):
     "Training hit non-finite values; the run is marked `nan`."
 
-
 def stop_if_nan(run: Run, res: dict) -> dict:
     "`res` when training ended cleanly; when it hit non-finite values (`res['nan_step']`), mark `run` `nan` and raise."
-    if res.get("nan_step") is None:
-        return res
+    if res.get("nan_step") is None: return res
     run.update_meta(status="nan", results=res)
     what = ", ".join(res.get("nan_what") or ["values"])
-    raise NonFiniteRunError(
-        f"run {run.id}: training hit non-finite {what} at step {res['nan_step']} and stopped; nothing "
-        f"was saved from that step on. Its meta.json now says status='nan', so later chapters refuse "
-        f"it. Lower the learning rate, or check the precision and attention settings, and run the "
-        f"chapter again."
-    )
+    raise NonFiniteRunError(f"run {run.id}: training hit non-finite {what} at step {res['nan_step']} and stopped; "
+                            f"nothing was saved from that step on. Its meta.json now says status='nan', so later "
+                            f"chapters refuse it. Lower the learning rate, or check the precision and attention "
+                            f"settings, and run the chapter again.")
 
 # %% ../nbs/00c_runs.ipynb #f4e0de92
 def nonfinite_params(model, trainable_only: bool = True) -> list[str]:
@@ -228,9 +213,7 @@ def check_weights(self: NaNGuard, model, step: int, control=None) -> bool:
 def on_log(self: NaNGuard, args, state, control, logs=None, **kw):
     "Trip on a non-finite loss or gradient norm in the log."
     bad = [k for k in ("loss", "grad_norm") if isinstance((logs or {}).get(k), float) and not math.isfinite(logs[k])]
-    if bad or self.fired:
-        self.trip(state.global_step, bad, control)
-
+    if bad or self.fired: self.trip(state.global_step, bad, control)
 
 @patch
 def on_step_end(self: NaNGuard, args, state, control, model=None, **kw):
@@ -256,7 +239,6 @@ def metrics_rows(path) -> list[dict]:
                       stacklevel=2)
     return rows
 
-# %% ../nbs/00c_runs.ipynb #ffa74760
 def read_metrics(run_dir):
     "metrics.jsonl as a table, one row per logged step (a torn last line is skipped with a warning)."
     import pandas as pd
@@ -356,7 +338,6 @@ def checkpoints(run_dir) -> list[Path]:
     cps = [p for p in d.iterdir() if p.is_dir() and _CHECKPOINT.fullmatch(p.name)] if d.is_dir() else []
     return sorted(cps, key=lambda p: int(p.name.split("-")[1]))
 
-# %% ../nbs/00c_runs.ipynb #c25f0bd2
 def checkpoint_step(path) -> int:
     "The step of a `checkpoint-N` folder (0 for None)."
     return int(Path(path).name.split("-")[1]) if path else 0
@@ -389,29 +370,20 @@ def _weights_problem(files: list[Path]) -> str|None:
 def checkpoint_problem(path) -> str | None:
     "Why `path` cannot be resumed from, or None when it is complete (state parses, weights load, torch files whole)."
     import zipfile
-
     p = Path(path)
-    try:
-        st = json.loads((p / "trainer_state.json").read_text())
-    except FileNotFoundError:
-        return "no trainer_state.json"
-    except ValueError as e:
-        return f"trainer_state.json does not parse ({e})"
+    try: st = json.loads((p/"trainer_state.json").read_text())
+    except FileNotFoundError: return "no trainer_state.json"
+    except ValueError as e: return f"trainer_state.json does not parse ({e})"
     m = _CHECKPOINT.fullmatch(p.name)
     if not isinstance(st, dict) or not isinstance(st.get("global_step"), int):
         return "trainer_state.json has no global_step"
-    if m and st["global_step"] != int(m.group(1)):
-        return f"trainer_state.json says step {st['global_step']}"
+    if m and st["global_step"] != int(m.group(1)): return f"trainer_state.json says step {st['global_step']}"
     files = _weight_files(p)
-    if isinstance(files, str):
-        return files
-    if why := _weights_problem(files):
-        return why
+    if isinstance(files, str): return files
+    if why := _weights_problem(files): return why
     for q in sorted([*p.glob("*.pt"), *p.glob("*.pth"), *p.glob("*.bin")]):
-        try:
-            zipfile.ZipFile(q).close()
-        except (zipfile.BadZipFile, OSError) as e:
-            return f"{q.name} is not a whole torch file ({e})"
+        try: zipfile.ZipFile(q).close()
+        except (zipfile.BadZipFile, OSError) as e: return f"{q.name} is not a whole torch file ({e})"
     return None
 
 # %% ../nbs/00c_runs.ipynb #9c889666
@@ -419,17 +391,11 @@ def latest_checkpoint(run_dir, set_aside: bool = False) -> str | None:
     "The newest complete checkpoint of a run (falling back past torn ones, with a message), or None."
     passed = []
     for p in reversed(checkpoints(run_dir)):
-        why = checkpoint_problem(p)
-        if why is None:
-            break
+        if (why := checkpoint_problem(p)) is None: break
         passed.append((p, why))
-    else:
-        p = None
+    else: p = None
     for q, why in passed:
-        print(
-            f"resume: {q.name} is incomplete ({why}); "
-            f"{'using ' + p.name if p else 'no complete checkpoint, starting at step 0'}"
-        )
-        if set_aside:
-            os.replace(q, q.with_name(f"torn-{q.name}-{time.strftime('%Y%m%dT%H%M%S')}"))
+        print(f"resume: {q.name} is incomplete ({why}); "
+              f"{'using ' + p.name if p else 'no complete checkpoint, starting at step 0'}")
+        if set_aside: os.replace(q, q.with_name(f"torn-{q.name}-{time.strftime('%Y%m%dT%H%M%S')}"))
     return str(p) if p else None

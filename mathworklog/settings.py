@@ -64,8 +64,6 @@ TINY_DIMS = dict(hidden_size=128, intermediate_size=512, num_hidden_layers=2, nu
                  num_key_value_heads=1, max_position_embeddings=1024, rope_theta=1e4)
 QWEN25_05B_DIMS = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
                        num_key_value_heads=2, max_position_embeddings=32768, rope_theta=1e6)
-
-# %% ../nbs/00_settings.ipynb #406c9e6d
 TINY_WORLD = dict(steps=(1, 3), max_operand=12, max_factor=4, ops="+-*/", max_value=120, p_money=0.4, p_product=0.4)
 
 # %% ../nbs/00_settings.ipynb #f51d78eb

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib, inspect, math, os, re, tempfile, warnings
 from pathlib import Path
 from dataclasses import dataclass
+from typing import NamedTuple
 import torch
 from fastcore.basics import patch
 from transformers import TrainerCallback
@@ -21,8 +22,8 @@ from .settings import on_gpu
 # %% auto #0
 __all__ = ['SYNC_FIXES', 'RENDEZVOUS_VARS', 'trl_generation_for', 'trl_named_params', 'lora_model', 'receive', 'LoopbackGroup',
            'cpu_streams', 'weight_metadata', 'vllm_transport', 'engine_loader', 'receive_through_vllm',
-           'sync_path_affected', 'SyncPatch', 'snapshotting', 'patch_trl_lora_sync', 'is_patched', 'probe_batch',
-           'SyncProbe', 'SyncProbeCallback', 'trainer_vllm_copy', 'use_server_transport', 'bf16_bytes',
+           'sync_path_affected', 'SyncPatch', 'snapshotting', 'patch_trl_lora_sync', 'is_patched', 'ProbeTokens',
+           'probe_batch', 'SyncProbe', 'SyncProbeCallback', 'trainer_vllm_copy', 'use_server_transport', 'bf16_bytes',
            'transport_sync', 'colocate_loads_weights', 'patch_trl_reload_sync', 'colocated_vllm']
 
 # %% ../nbs/01d_weights.ipynb #8ab197c1
@@ -36,7 +37,6 @@ def trl_generation_for(model):
     g._dist = DistributedBackend(g.accelerator)
     return g
 
-# %% ../nbs/01d_weights.ipynb #85f3d1e4
 def trl_named_params(model):
     "TRL's own weight-sync generator over `model` (patched or not, whatever is installed now)."
     return trl_generation_for(model)._iter_named_params()
@@ -71,12 +71,8 @@ def receive(named_params, buffer_size_bytes: int = 1 << 30) -> tuple[dict, dict]
 
 # %% ../nbs/01d_weights.ipynb #17c8daad
 class LoopbackGroup:
-    """The NCCL communicator's place between vLLM's producer and consumer, in one process: broadcasts kept, then
-    replayed."""
-
-    def __init__(self):
-        self.wire, self.receiving, self.sent_bytes = [], False, []
-
+    "The NCCL communicator's place between vLLM's producer and consumer, in one process: broadcasts kept, replayed."
+    def __init__(self): self.wire, self.receiving, self.sent_bytes = [], False, []
 
 @patch
 def broadcast(self: LoopbackGroup, tensor, src: int = 0, stream=None):
@@ -85,14 +81,11 @@ def broadcast(self: LoopbackGroup, tensor, src: int = 0, stream=None):
         self.wire.append(tensor.detach().clone())
         self.sent_bytes.append(tensor.numel())
         return
-    if not self.wire:
-        raise RuntimeError("the consumer asked for a chunk the producer never sent")
+    if not self.wire: raise RuntimeError("the consumer asked for a chunk the producer never sent")
     sent = self.wire.pop(0)
     if sent.numel() != tensor.numel():
-        raise RuntimeError(
-            f"a chunk of {sent.numel()} bytes was sent where the consumer expects {tensor.numel()}: "
-            "producer and consumer disagree on the metadata"
-        )
+        raise RuntimeError(f"a chunk of {sent.numel()} bytes was sent where the consumer expects {tensor.numel()}: "
+                           "producer and consumer disagree on the metadata")
     tensor.copy_(sent.to(tensor.device))
 
 # %% ../nbs/01d_weights.ipynb #426c5178
@@ -101,7 +94,6 @@ class _NoStream:
     def synchronize(self): pass
     def wait_stream(self, *a): pass
 
-# %% ../nbs/01d_weights.ipynb #fe4461ff
 @contextlib.contextmanager
 def cpu_streams():
     "vLLM's packed broadcast double-buffers on CUDA streams; without a GPU they become no-ops for the block."
@@ -253,7 +245,6 @@ def _walk_out_of_place(g, orig):
             mod = owner.get(id(param))
             yield name, (lora_inference_weight(mod).detach() if mod is not None else param.data)
 
-# %% ../nbs/01d_weights.ipynb #9ef796bf
 def _out_of_place(orig):
     "TRL's generator `orig`, replaced by a walk that never merges."
     def _iter_named_params(self):
@@ -268,32 +259,32 @@ SYNC_FIXES = {"clone": snapshotting, "out_of_place": _out_of_place}
 def patch_trl_lora_sync(mode: str = "clone") -> SyncPatch:
     "Fix TRL's LoRA weight sync (`clone`: copy while merged; `out_of_place`: never merge); idempotent, undoable."
     from trl.generation.vllm_generation import VLLMGeneration
-
-    if mode not in SYNC_FIXES:
-        raise ValueError(f"mode must be one of {sorted(SYNC_FIXES)}, not {mode!r}")
+    if mode not in SYNC_FIXES: raise ValueError(f"mode must be one of {sorted(SYNC_FIXES)}, not {mode!r}")
     cur = VLLMGeneration._iter_named_params
-    if getattr(cur, "_mathworklog_patch", False):  # already patched: nothing to undo
+    if getattr(cur, "_mathworklog_patch", False):                 # already patched: nothing to undo
         if cur._mathworklog_patch != mode:
             warnings.warn(f"TRL's sync already carries the {cur._mathworklog_patch!r} fix; {mode!r} not applied.")
         return SyncPatch(None)
     if not sync_path_affected(cur):
         import trl
-
-        warnings.warn(
-            f"TRL {trl.__version__}: its LoRA sync path does not yield live merged tensors; no patch applied."
-        )
+        warnings.warn(f"TRL {trl.__version__}: its LoRA sync path yields no live merged tensors; no patch applied.")
         return SyncPatch(None)
     VLLMGeneration._iter_named_params = SYNC_FIXES[mode](cur)
     return SyncPatch(cur, mode)
 
-# %% ../nbs/01d_weights.ipynb #4a8f24b2
 def is_patched() -> str|bool:
     "The fix the installed TRL currently carries (`'clone'` or `'out_of_place'`), or False."
     from trl.generation.vllm_generation import VLLMGeneration
     return getattr(VLLMGeneration._iter_named_params, "_mathworklog_patch", False)
 
 # %% ../nbs/01d_weights.ipynb #3f9c5f8b
-def probe_batch(tokenizer, records: list[dict], n: int = 8, max_tokens: int|None = None):
+class ProbeTokens(NamedTuple):
+    "The probe's fixed tokens: left-padded ids, their attention mask, and how many tokens at the end are scored."
+    ids: torch.Tensor
+    mask: torch.Tensor
+    keep: int
+
+def probe_batch(tokenizer, records: list[dict], n: int = 8, max_tokens: int|None = None) -> ProbeTokens:
     "Fixed token ids, left-padded: prompt + reference solution for the first `n` records; and how many tokens to score."
     from mathworklog.data import render_prompt
     p = [tokenizer(render_prompt(tokenizer, r["question"]), add_special_tokens=False)["input_ids"] for r in records[:n]]
@@ -301,15 +292,13 @@ def probe_batch(tokenizer, records: list[dict], n: int = 8, max_tokens: int|None
     L, pad = max(len(a) + len(b) for a, b in zip(p, s)), tokenizer.pad_token_id
     ids = torch.tensor([[pad] * (L - len(a) - len(b)) + a + b for a, b in zip(p, s)])
     mask = torch.tensor([[0] * (L - len(a) - len(b)) + [1] * (len(a) + len(b)) for a, b in zip(p, s)])
-    return ids, mask, min(max(len(b) for b in s), max_tokens or L)
+    return ProbeTokens(ids, mask, min(max(len(b) for b in s), max_tokens or L))
 
 # %% ../nbs/01d_weights.ipynb #ff84d55e
 class SyncProbe:
     "After each sync: mean |Δ log-prob| per token between trainer and inference copy, and each one's drift."
-
     def __init__(self, copy, ids, mask, keep):
         self.copy, self.ids, self.mask, self.keep, self.rows, self.start = copy, ids, mask, keep, [], None
-
 
 @patch
 def __call__(self: SyncProbe, trainer_model, step: int) -> dict:
@@ -317,44 +306,32 @@ def __call__(self: SyncProbe, trainer_model, step: int) -> dict:
     dev = next(trainer_model.parameters()).device
     a = token_logprobs(trainer_model, self.ids.to(dev), self.mask.to(dev), self.keep).cpu()
     b = self.copy.logprobs(self.ids, self.mask, self.keep).cpu()
-    if self.start is None:
-        self.start = a
-    n = self.mask[:, -self.keep :].sum()
-    row = dict(
-        step=step,
-        mismatch=float((a - b).abs().sum() / n),
-        trainer_drift=float((a - self.start).abs().sum() / n),
-        inference_drift=float((b - self.start).abs().sum() / n),
-    )
+    if self.start is None: self.start = a
+    n = self.mask[:, -self.keep:].sum()
+    gap = lambda x, y: float((x - y).abs().sum() / n)
+    row = dict(step=step, mismatch=gap(a, b), trainer_drift=gap(a, self.start), inference_drift=gap(b, self.start))
     self.rows.append(row)
     return row
 
 # %% ../nbs/01d_weights.ipynb #70c02763
 class SyncProbeCallback(TrainerCallback):
-    """Run a `SyncProbe` after every optimizer step and log `sync/*` (`probe` None: a placeholder, set once a copy
-    exists)."""
-
-    def __init__(self, probe: SyncProbe | None, sync_copy: bool = True):
+    "Run a `SyncProbe` after every optimizer step and log `sync/*` (`probe` None: a placeholder until a copy exists)."
+    def __init__(self, probe: SyncProbe|None, sync_copy: bool = True):
         self.probe, self.sync_copy, self.last = probe, sync_copy, None
 
     def on_train_begin(self, args, state, control, model=None, **kw):
         "Score the start, where both copies hold the same weights: the noise floor, and the drift's origin."
-        if model is None or self.probe is None or self.probe.rows:
-            return
-        if self.sync_copy:
-            self.probe.copy.sync()
+        if model is None or self.probe is None or self.probe.rows: return
+        if self.sync_copy: self.probe.copy.sync()
         self.probe(model, state.global_step)
 
     def on_step_end(self, args, state, control, model=None, **kw):
-        if model is None or self.probe is None:
-            return
-        if self.sync_copy:
-            self.probe.copy.sync()
+        if model is None or self.probe is None: return
+        if self.sync_copy: self.probe.copy.sync()
         self.last = self.probe(model, state.global_step)
 
     def on_log(self, args, state, control, logs=None, **kw):
-        if self.last:
-            log_extra(state, logs, {f"sync/{k}": v for k, v in self.last.items() if k != "step"})
+        if self.last: log_extra(state, logs, {f"sync/{k}": v for k, v in self.last.items() if k != "step"})
 
 # %% ../nbs/01d_weights.ipynb #e869683d
 def trainer_vllm_copy(trainer):

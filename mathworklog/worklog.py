@@ -24,7 +24,6 @@ __all__ = ['SPLITS', 'FORMS', 'WORKLOG_FIGURES', 'WORKLOG_FILE', 'Figure', 'rend
 SPLITS = ("test", "train", "n/a")
 FORMS = ("arrow", "list", "range", "of", "steps")
 
-# %% ../nbs/00e_worklog.ipynb #0da384ff
 @dataclass(frozen=True)
 class Figure:
     "One published figure of the worklog, with where it stands in the text and whether the project reproduces it."
