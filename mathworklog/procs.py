@@ -350,6 +350,8 @@ def launch_main(argv=None):
     from mathworklog.files import atomic_write_text
     from mathworklog.settings import cpu_threads
     argv = argv or sys.argv[1:]
+    if len(argv) != 3: raise SystemExit("usage: mathworklog-launch module:function args.json result.json (what "
+                                        "procs.launch runs, one process per rank, under accelerate launch)")
     fn, args, res = argv[0], Path(argv[1]), Path(argv[2])
     cpu_threads()                                  # one process per GPU, or CPU processes side by side: one thread each
     out = _import_fn(fn)(**json.loads(args.read_text()))

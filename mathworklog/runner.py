@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse, contextlib, json, os, re, time
 from pathlib import Path
 import pandas as pd
-from .files import project_root
+from .files import need_clone, project_root
 from .runs import find_runs, latest_run, new_run
-from .settings import CHAPTER_NEEDS, CHAPTERS, on_gpu
+from .settings import CHAPTER_NEEDS, CHAPTERS, BoundaryError, on_gpu, require
 from .results import evidence, results_table
 
 # %% auto #0
@@ -65,7 +65,7 @@ def page_html(nb,                # an executed notebook
              ) -> str:
     "Notebook `nb` as one self-contained HTML page: every image inside it, no prompts, nothing loaded from a CDN."
     import jinja2
-    from nbconvert import HTMLExporter
+    HTMLExporter = require("nbconvert").HTMLExporter
 
     ex = HTMLExporter(template_name="lab", template_file="offline.html.j2",
                       extra_loaders=[jinja2.DictLoader({"offline.html.j2": OFFLINE_TEMPLATE})],
@@ -99,7 +99,7 @@ def index_html(title: str,        # the page's heading
 # %% ../nbs/11_runner.ipynb #df4a22f3
 def render_pages(run_dir) -> Path:
     "Each executed notebook in `run_dir` as `run_dir/pages/<name>.html`, and `pages/index.html` linking them; its path."
-    import nbformat
+    nbformat = require("nbformat")
     from mathworklog.files import atomic_write_text
 
     run_dir = Path(run_dir)
@@ -136,7 +136,7 @@ def _blocking(stem: str, todo: list[str]) -> int:
 
 def _execute(nb: Path, out: Path, preset: str) -> float:
     "One chapter through papermill; its wall-clock seconds."
-    import papermill as pm
+    pm = require("papermill")
     t0 = time.perf_counter()
     pm.execute_notebook(str(nb), str(out), parameters=dict(preset=preset), cwd=str(nb.parent), kernel_name="python3",
                         progress_bar=False)
@@ -146,6 +146,8 @@ def _execute(nb: Path, out: Path, preset: str) -> float:
 def run_worklog(preset: str = "tiny", only: list | None = None, skip_results: bool = False,
                 jobs: int | None = None) -> pd.DataFrame:   # chapters at once (None: 1 on a GPU, else up to the cores)
     "Execute the chapters with papermill (`-p preset …`) into a worklog run folder; return the results table."
+    need_clone("run_worklog")
+    for lib in ("papermill", "nbformat", "nbconvert"): require(lib)       # before any chapter runs, not after the last
     import concurrent.futures as cf, torch
     todo = [nb.stem for nb in chapters() if not (only and nb.stem not in only)
             and not (skip_results and nb.stem.startswith("10_"))]
@@ -216,6 +218,10 @@ def worklog_main(argv=None):
     ap.add_argument("--export", default=None,
                     help="also write the chapter times and evidence to this JSON file (what the README quotes)")
     a = ap.parse_args(argv)
+    try:                                                       # at once: before a chapter runs
+        need_clone("mathworklog-worklog")
+        for lib in ("papermill", "nbformat", "nbconvert"): require(lib)
+    except BoundaryError as e: raise SystemExit(str(e)) from None
     t = run_worklog(a.preset, a.only)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_colwidth", 80)

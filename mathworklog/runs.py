@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from fastcore.basics import patch
-from .settings import Preset, get_preset, valid
-from .files import (atomic_path, atomic_write_text, fresh_path, git_commit, library_versions, locked,
-                               runs_root)
+from .settings import MissingResourceError, Preset, UnusableInputError, fault, get_preset, require, valid
+from .files import (atomic_path, atomic_write_text, folder_at, fresh_path, git_commit, library_versions,
+                               locked, read_text, runs_root)
 
 # %% auto #0
 __all__ = ['MalformedRunError', 'RunRefusedError', 'Run', 'new_run', 'find_runs', 'latest_run', 'usable_run', 'resolve_run',
@@ -23,10 +23,10 @@ __all__ = ['MalformedRunError', 'RunRefusedError', 'Run', 'new_run', 'find_runs'
            'save_run_model', 'checkpoints', 'checkpoint_step', 'checkpoint_problem', 'latest_checkpoint']
 
 # %% ../nbs/00c_runs.ipynb #a92f042a
-class MalformedRunError(ValueError):
+class MalformedRunError(UnusableInputError):
     "A run folder whose meta.json is not valid JSON, or not a run's meta.json."
 
-class RunRefusedError(ValueError):
+class RunRefusedError(UnusableInputError):
     "A run that must not be used as an input (its status is `nan`)."
 
 # %% ../nbs/00c_runs.ipynb #af6d4f35
@@ -43,11 +43,13 @@ class Run:
 @patch(as_prop=True)
 def meta(self: Run) -> dict:
     "meta.json as a dict; a MalformedRunError naming the run when it is not a JSON object with a `chapter`."
-    p = self.path/"meta.json"
-    try: m = json.loads(p.read_text(encoding="utf-8"))
-    except ValueError as e: raise MalformedRunError(f"run {self.id}: {p} is not valid JSON ({e}).") from None
+    p, want = self.path/"meta.json", "a run's meta.json: a JSON object with a 'chapter' string"
+    who, text = f"run {self.id}: {p}", read_text(p, want, f"run {self.id}: {p}")
+    if not text.strip(): raise fault(MalformedRunError, who, "is empty", want)
+    try: m = json.loads(text)
+    except ValueError as e: raise fault(MalformedRunError, who, f"is not valid JSON ({e})", want) from None
     if not isinstance(m, dict) or not isinstance(m.get("chapter"), str):
-        raise MalformedRunError(f"run {self.id}: {p} is not a run's meta.json (a JSON object with a 'chapter' string).")
+        raise fault(MalformedRunError, who, "is not a run's meta.json", want)
     return m
 
 # %% ../nbs/00c_runs.ipynb #87cf7b57
@@ -106,8 +108,7 @@ def new_run(chapter: str,                   # letters, digits and '_': the first
     "Create a fresh run folder `<chapter>-<UTC time>-<random>` and its meta.json."
     p = get_preset(preset)
     valid("chapter", chapter, lambda c: re.fullmatch(r"[A-Za-z0-9_]+", c), "a name of letters, digits and '_'")
-    root = Path(root or runs_root())
-    root.mkdir(parents=True, exist_ok=True)
+    root = folder_at(root, str(root), "run folders") if root else runs_root(make=True)
     rid = _fresh_id(root, chapter)
     meta = dict(run_id=rid, chapter=chapter, preset=p.name, params=params or {}, parents=list(parents or []),
                 base_model=base_model, data_source=data_source, created_at=datetime.now(timezone.utc).isoformat(),
@@ -143,9 +144,9 @@ def usable_run(run: Run, allow_nan: bool = False) -> Run:
     m = run.meta
     if m.get("status") == "nan" and not allow_nan:
         res = m.get("results") if isinstance(m.get("results"), dict) else {}
-        raise RunRefusedError(f"run {run.id} has status 'nan': its training hit non-finite values at step "
-                              f"{res.get('nan_step', '?')}, so it cannot be an input. Pass an earlier {m['chapter']} "
-                              f"run (its id or folder), or run that chapter again.")
+        raise fault(RunRefusedError, f"run {run.id}", f"has status 'nan': its training hit non-finite values at step "
+                    f"{res.get('nan_step', '?')}, so it cannot be an input", "a run that finished (status 'done')",
+                    f"Pass an earlier {m['chapter']} run (its id or folder), or run that chapter again.")
     return run
 
 # %% ../nbs/00c_runs.ipynb #3ac77982
@@ -156,7 +157,9 @@ def resolve_run(spec, chapter: str, preset: str|None = None, root: Path|None = N
     if isinstance(spec, Run): return usable_run(spec, allow_nan)
     p = Path(spec)
     if not p.exists(): p = Path(root or runs_root())/str(spec)
-    if not (p/"meta.json").exists(): raise FileNotFoundError(f"No run at {spec!r} (looked for {p}/meta.json).")
+    if not (p/"meta.json").exists():
+        raise fault(MissingResourceError, f"run {spec!r}", f"is not here (no {p}/meta.json)",
+                    f"a {chapter} run: a run id under {runs_root() if root is None else root}, or a run folder")
     return usable_run(Run(p), allow_nan)
 
 # %% ../nbs/00c_runs.ipynb #b31cbc9f
@@ -226,7 +229,8 @@ def metrics_rows(path) -> list[dict]:
     "The records of a `metrics.jsonl`: a torn last line (a crash mid-append) is skipped with a warning."
     p = Path(path)
     if not p.exists(): return []
-    lines, rows = p.read_text(encoding="utf-8", errors="replace").splitlines(), []
+    lines, rows = read_text(p, "a metrics.jsonl: one JSON object a line").split("\n"), []
+    while lines and not lines[-1].strip(): lines.pop()
     for i, line in enumerate(lines, 1):
         if not line.strip(): continue
         try: r = json.loads(line)
@@ -234,7 +238,8 @@ def metrics_rows(path) -> list[dict]:
         if isinstance(r, dict):
             rows.append(r)
             continue
-        if i < len(lines): raise ValueError(f"{p}:{i}: not a JSON object ({line[:60]!r}); the file is corrupt.")
+        if i < len(lines): raise fault(UnusableInputError, f"{p}:{i}", f"is not a JSON object ({line[:60]!r}): the "
+                                       f"file is corrupt", "one JSON object a line, as the trainer appends them")
         warnings.warn(f"{p}: skipping its torn last line {i} ({line[:60]!r}): the writer stopped in the middle of it.",
                       stacklevel=2)
     return rows
@@ -274,6 +279,7 @@ def tracking(report_to=None,                # 'trackio', 'wandb', 'tensorboard',
              project: str = "mathworklog") -> dict:
     "TRL config arguments that send a trainer's logs where `report_to` says, under the run's own id."
     to = [] if report_to in (None, "none") else [report_to] if isinstance(report_to, str) else list(report_to)
+    if "trackio" in to: require("trackio")            # absent, it would fail at the first log, steps into training
     return dict(report_to=to, run_name=run_id, project=project)
 
 # %% ../nbs/00c_runs.ipynb #760cc22a

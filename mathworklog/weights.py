@@ -17,14 +17,15 @@ from transformers import TrainerCallback
 from .runs import log_extra
 from .copies import VLLMCopy, lora_inference_weight, repack_tied_lm_head, vllm_engine_model
 from .generation import fd_to_file, cpu_vllm_env, token_logprobs
-from .settings import on_gpu
+from .settings import PatchTargetError, fault, on_gpu, require
 
 # %% auto #0
 __all__ = ['SYNC_FIXES', 'RENDEZVOUS_VARS', 'trl_generation_for', 'trl_named_params', 'lora_model', 'receive', 'LoopbackGroup',
            'cpu_streams', 'weight_metadata', 'vllm_transport', 'engine_loader', 'receive_through_vllm',
-           'sync_path_affected', 'SyncPatch', 'snapshotting', 'patch_trl_lora_sync', 'is_patched', 'ProbeTokens',
-           'probe_batch', 'SyncProbe', 'SyncProbeCallback', 'trainer_vllm_copy', 'use_server_transport', 'bf16_bytes',
-           'transport_sync', 'colocate_loads_weights', 'patch_trl_reload_sync', 'colocated_vllm']
+           'trl_generation_class', 'source_of', 'sync_path_affected', 'SyncPatch', 'snapshotting',
+           'patch_trl_lora_sync', 'is_patched', 'ProbeTokens', 'probe_batch', 'SyncProbe', 'SyncProbeCallback',
+           'trainer_vllm_copy', 'use_server_transport', 'bf16_bytes', 'transport_sync', 'colocate_loads_weights',
+           'patch_trl_reload_sync', 'colocated_vllm']
 
 # %% ../nbs/01d_weights.ipynb #8ab197c1
 def trl_generation_for(model):
@@ -60,6 +61,7 @@ def lora_model(path: str, r: int = 8, dtype=torch.float32, seed: int = 0, scale:
 # %% ../nbs/01d_weights.ipynb #1922a4e7
 def receive(named_params, buffer_size_bytes: int = 1 << 30) -> tuple[dict, dict]:
     "Consume a sync iterator with vLLM's own `pack_tensors`; (tensors as packed, chunk index per name)."
+    require("vllm")
     from vllm.distributed.weight_transfer.packed_tensor import pack_tensors
     it, out, where, i = iter(named_params), {}, {}, 0
     while (c := pack_tensors(it, lambda item: item[1], buffer_size_bytes)) is not None:
@@ -119,6 +121,7 @@ def weight_metadata(named_params) -> list:
 def vllm_transport(named_params, metadata: list, load_weights, buffer_size_bytes: int = 1 << 30, num_buffers: int = 2,
                    device=None) -> list[list[str]]:
     "Send `named_params` through vLLM's packed producer → `LoopbackGroup` → consumer → `load_weights`; chunks' names."
+    require("vllm")
     from vllm.distributed.weight_transfer.packed_tensor import (packed_nccl_broadcast_consumer,
                                                                  packed_nccl_broadcast_producer)
     device = device or ("cuda" if on_gpu() else "cpu")
@@ -166,13 +169,27 @@ def receive_through_vllm(model, buffer_size_bytes: int = 1 << 30) -> tuple[dict,
                             buffer_size_bytes, device=next(model.parameters()).device)
     return out, {n: i for i, c in enumerate(chunks) for n in c}
 
+# %% ../nbs/01d_weights.ipynb #1dd42ef4
+def trl_generation_class():
+    "TRL's `VLLMGeneration`, which both patches target; a PatchTargetError naming the installed TRL when it has none."
+    import trl
+    try: from trl.generation.vllm_generation import VLLMGeneration
+    except ImportError as e:
+        raise fault(PatchTargetError, f"TRL {trl.__version__}", f"has no trl.generation.vllm_generation ({e})",
+                    "TRL 1.16, whose weight sync mathworklog patches", "pip install 'trl==1.16.0'.") from None
+    return VLLMGeneration
+
+def source_of(fn) -> str|None:
+    "The source of `fn` (under our wrappers), or None when Python cannot show it (a zipped or compiled install)."
+    try: return inspect.getsource(getattr(fn, "__wrapped__", fn))
+    except (OSError, TypeError): return None
+
 # %% ../nbs/01d_weights.ipynb #7368b9cf
-def sync_path_affected(fn=None) -> bool:
-    "True when TRL's sync generator yields live `param.data` between `merge_adapter()` and `unmerge_adapter()`."
-    from trl.generation.vllm_generation import VLLMGeneration
-    fn = fn or getattr(VLLMGeneration, "_iter_named_params", None)
+def sync_path_affected(fn=None) -> bool|None:
+    "True when TRL's sync yields live `param.data` between merge and unmerge, False when not, None when it cannot tell."
+    fn = fn or getattr(trl_generation_class(), "_iter_named_params", None)
     if fn is None: return False
-    src = inspect.getsource(getattr(fn, "__wrapped__", fn))
+    if (src := source_of(fn)) is None: return None
     m, u = src.find("merge_adapter()"), src.find("unmerge_adapter()")
     return 0 <= m < u and re.search(r"yield\s+name,\s*param\.data(?![\w.(])", src[m:u]) is not None
 
@@ -258,24 +275,31 @@ SYNC_FIXES = {"clone": snapshotting, "out_of_place": _out_of_place}
 # %% ../nbs/01d_weights.ipynb #383597c5
 def patch_trl_lora_sync(mode: str = "clone") -> SyncPatch:
     "Fix TRL's LoRA weight sync (`clone`: copy while merged; `out_of_place`: never merge); idempotent, undoable."
-    from trl.generation.vllm_generation import VLLMGeneration
+    import trl
     if mode not in SYNC_FIXES: raise ValueError(f"mode must be one of {sorted(SYNC_FIXES)}, not {mode!r}")
-    cur = VLLMGeneration._iter_named_params
+    G = trl_generation_class()
+    if (cur := getattr(G, "_iter_named_params", None)) is None:
+        warnings.warn(f"TRL {trl.__version__} has no VLLMGeneration._iter_named_params, the sync generator this fix "
+                      f"targets (TRL 1.16's); no patch applied.")
+        return SyncPatch(None)
     if getattr(cur, "_mathworklog_patch", False):                 # already patched: nothing to undo
         if cur._mathworklog_patch != mode:
             warnings.warn(f"TRL's sync already carries the {cur._mathworklog_patch!r} fix; {mode!r} not applied.")
         return SyncPatch(None)
-    if not sync_path_affected(cur):
-        import trl
-        warnings.warn(f"TRL {trl.__version__}: its LoRA sync path yields no live merged tensors; no patch applied.")
+    if (affected := sync_path_affected(cur)) is False:
+        warnings.warn(f"TRL {trl.__version__}: its LoRA sync path yields no live merged tensors (fixed upstream); "
+                      f"no patch applied.")
         return SyncPatch(None)
-    VLLMGeneration._iter_named_params = SYNC_FIXES[mode](cur)
+    if affected is None:
+        warnings.warn(f"TRL {trl.__version__}: the source of VLLMGeneration._iter_named_params cannot be read (a "
+                      f"zipped or compiled install), so whether its LoRA sync yields live merged tensors cannot be "
+                      f"told; the {mode!r} fix is applied anyway, since it is correct either way.")
+    G._iter_named_params = SYNC_FIXES[mode](cur)
     return SyncPatch(cur, mode)
 
 def is_patched() -> str|bool:
     "The fix the installed TRL currently carries (`'clone'` or `'out_of_place'`), or False."
-    from trl.generation.vllm_generation import VLLMGeneration
-    return getattr(VLLMGeneration._iter_named_params, "_mathworklog_patch", False)
+    return getattr(getattr(trl_generation_class(), "_iter_named_params", None), "_mathworklog_patch", False)
 
 # %% ../nbs/01d_weights.ipynb #3f9c5f8b
 class ProbeTokens(NamedTuple):
@@ -390,10 +414,9 @@ def transport_sync(llm, model, buffer_size_bytes: int = 1 << 30):
     return sync
 
 # %% ../nbs/01d_weights.ipynb #42d45178
-def colocate_loads_weights() -> bool:
-    "True when TRL's colocate `sync_weights` loads through the engine model's `load_weights` (TRL 1.16's way)."
-    from trl.generation.vllm_generation import VLLMGeneration
-    src = inspect.getsource(getattr(VLLMGeneration.sync_weights, "__wrapped__", VLLMGeneration.sync_weights))
+def colocate_loads_weights() -> bool|None:
+    "True when TRL's colocate `sync_weights` loads through `load_weights` (TRL 1.16's way); None when it cannot tell."
+    if (src := source_of(trl_generation_class().sync_weights)) is None: return None
     return "load_weights" in src and "colocate" in src
 
 # %% ../nbs/01d_weights.ipynb #81bdc05a
@@ -410,13 +433,19 @@ def _reloading(orig):
 # %% ../nbs/01d_weights.ipynb #8c5fbc01
 def patch_trl_reload_sync() -> SyncPatch:
     "TRL's colocate `sync_weights` loads through vLLM's `reload_weights` (the CPU backend's way); idempotent, undoable."
-    from trl.generation.vllm_generation import VLLMGeneration
-    cur = VLLMGeneration.sync_weights
+    import trl
+    G = trl_generation_class()
+    cur = G.sync_weights
     if getattr(cur, "_mathworklog_patch", False): return SyncPatch(None)
-    if not colocate_loads_weights():
-        warnings.warn("TRL's colocate sync_weights no longer calls load_weights: no patch applied.")
+    if (loads := colocate_loads_weights()) is False:
+        warnings.warn(f"TRL {trl.__version__}: its colocate sync_weights no longer calls load_weights; no patch "
+                      f"applied.")
         return SyncPatch(None)
-    VLLMGeneration.sync_weights = _reloading(cur)
+    if loads is None:
+        warnings.warn(f"TRL {trl.__version__}: the source of VLLMGeneration.sync_weights cannot be read (a zipped or "
+                      f"compiled install), so how it loads cannot be told; the reload patch is applied anyway, since "
+                      f"vLLM's reload_weights loads on every backend.")
+    G.sync_weights = _reloading(cur)
     return SyncPatch(cur, "reload", attr="sync_weights")
 
 # %% ../nbs/01d_weights.ipynb #3b919c8f
@@ -429,6 +458,7 @@ def colocated_vllm(dtype: str = "float32"):   # the engine's dtype: the trainer'
     The rendezvous variables TRL sets for its engine (`RANK`, `LOCAL_RANK`, `WORLD_SIZE`) are put back afterwards: left
     behind, they make the next `TrainingArguments` in the process look for a distributed launch."""
     import functools
+    require("vllm")
     import trl.generation.vllm_generation as vg
     from mathworklog.procs import free_port
     cpu_vllm_env()
