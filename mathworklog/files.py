@@ -11,9 +11,9 @@ from pathlib import Path
 from .settings import MissingResourceError, UnusableInputError, fault
 
 # %% auto #0
-__all__ = ['CLONE', 'clone_root', 'project_root', 'need_clone', 'worklog_entry', 'folder_at', 'env_folder', 'runs_root',
-           'cache_dir', 'data_dir', 'decode_text', 'read_text', 'shown_path', 'library_versions', 'git_commit',
-           'atomic_path', 'atomic_write_text', 'locked', 'fresh_path', 'cached_dir']
+__all__ = ['CLONE', 'clone_root', 'project_root', 'need_clone', 'folder_at', 'env_folder', 'runs_root', 'cache_dir', 'data_dir',
+           'decode_text', 'read_text', 'shown_path', 'library_versions', 'git_commit', 'atomic_path',
+           'atomic_write_text', 'locked', 'fresh_path', 'cached_dir']
 
 # %% ../nbs/00a_files.ipynb #4b0be02d
 def clone_root() -> Path|None:
@@ -37,13 +37,6 @@ def need_clone(what: str) -> Path:
     raise fault(MissingResourceError, what, f"runs the chapter notebooks (nbs/*.ipynb) and finds none under "
                 f"{Path.cwd()}", "a clone of the repository: the notebooks do not ship in the wheel",
                 f"Get one and run it with:\n  {CLONE}")
-
-def worklog_entry(argv=None):
-    "Console script `mathworklog-worklog`: without a clone, says so at once; else `runner.worklog_main`."
-    try: need_clone("mathworklog-worklog")
-    except MissingResourceError as e: raise SystemExit(str(e)) from None
-    from mathworklog.runner import worklog_main                # torch, pandas and TRL: only once there is a clone
-    return worklog_main(argv)
 
 # %% ../nbs/00a_files.ipynb #795c2dd2
 def folder_at(p, boundary: str, what: str, fix: str = "", make: bool = True) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 from .files import need_clone, project_root
 from .runs import find_runs, latest_run, new_run
-from .settings import CHAPTER_NEEDS, CHAPTERS, BoundaryError, on_gpu, require
+from .settings import CHAPTER_NEEDS, CHAPTERS, on_gpu, require
 from .results import evidence, results_table
 
 # %% auto #0
@@ -211,17 +211,13 @@ def worklog_markdown(path) -> str:
 
 # %% ../nbs/11_runner.ipynb #768c8c34
 def worklog_main(argv=None):
-    "Console entry point `mathworklog-worklog [--preset tiny] [--only 02_baseline ...]`."
+    "What `mathworklog-worklog [--preset tiny] [--only 02_baseline ...]` runs (through `cli.worklog`)."
     ap = argparse.ArgumentParser(description="Run the mathworklog chapters with papermill, then print the results.")
     ap.add_argument("--preset", default="tiny")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--export", default=None,
                     help="also write the chapter times and evidence to this JSON file (what the README quotes)")
     a = ap.parse_args(argv)
-    try:                                                       # at once: before a chapter runs
-        need_clone("mathworklog-worklog")
-        for lib in ("papermill", "nbformat", "nbconvert"): require(lib)
-    except BoundaryError as e: raise SystemExit(str(e)) from None
     t = run_worklog(a.preset, a.only)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_colwidth", 80)
