@@ -3,7 +3,9 @@
 Modules:
 
 - `mathworklog.averaging`: When RL plateaus: average the run's LoRA checkpoints by their full updates (the mean of B·A, never mean B × mean A), presample the average again, and give the questions it still fails to a teacher.
+- `mathworklog.boundaries`: Every place the library reads from outside itself, what it expects there, and what happens when it is not so: a table, and `check_boundaries`, which looks at all of them on this machine.
 - `mathworklog.chain`: Chapters read each other's runs. This runs a set of chapter notebooks through papermill in the order their reads allow, two at a time where they are independent, each in a process the caller owns; and it lets a chapter run alone by running, first, the chapters whose runs it needs.
+- `mathworklog.cli`: The package's commands: each asks first, in a fraction of a second, whether what it needs is here, and only then imports the library that does the work.
 - `mathworklog.copies`: A second copy of a policy that samples while the policy trains, and follows each update: an HF model refreshed in place from the merged weights (`RolloutCopy`), or an in-process vLLM engine (`VLLMCopy`) refreshed through vLLM's own reload.
 - `mathworklog.data`: GSM8K from a local copy, the hub or the bundled problems, or the tiny preset's world; the worklog's system prompt; and the one place that decides what number a completion gave.
 - `mathworklog.evaluate`: Before training anything: the student's greedy answers to the test questions under the worklog's system prompt, graded by the four checks that training will reward.

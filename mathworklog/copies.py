@@ -29,8 +29,7 @@ class InferenceCopy(Protocol):
 def lora_inference_weight(mod):
     "A PEFT LoRA layer's weight as inference sees it: the base weight plus each active adapter's update, out of place."
     w = mod.get_base_layer().weight
-    if mod.merged or mod.disable_adapters:
-        return w
+    if mod.merged or mod.disable_adapters: return w
     for a in mod.active_adapters:
         if a in mod.lora_A:
             if mod.use_dora.get(a):
@@ -47,14 +46,11 @@ def base_model(model):
 def merged_weights(model) -> dict:
     "Parameter name (as in the plain model) → a function returning its current inference weight, LoRA merged."
     from peft.tuners.lora import LoraLayer
-
     base, out = base_model(model), {}
     for name, mod in base.named_modules():
         if isinstance(mod, LoraLayer):
             if any(mod.use_dora.get(a) for a in mod.active_adapters):
-                raise NotImplementedError(
-                    f"{name}: DoRA adapters are not supported (their update is not a plain delta)"
-                )
+                raise NotImplementedError(f"{name}: DoRA adapters are not supported (their update is no plain delta)")
             out[f"{name}.weight"] = lambda mod=mod: lora_inference_weight(mod)
             if getattr(mod.get_base_layer(), "bias", None) is not None:
                 out[f"{name}.bias"] = lambda mod=mod: mod.get_base_layer().bias
@@ -72,7 +68,6 @@ class RolloutCopy:
         from accelerate import init_empty_weights
         from transformers import AutoModelForCausalLM
         import torch
-
         base = base_model(model)
         p0 = next(base.parameters())
         self.device = p0.device
@@ -80,7 +75,7 @@ class RolloutCopy:
         with init_empty_weights(include_buffers=True):
             m = AutoModelForCausalLM.from_config(base.config, dtype=self.dtype, attn_implementation="sdpa")
         self.model = m.to_empty(device=self.device).eval().requires_grad_(False)
-        self.model.tie_weights()  # to_empty gives tied weights separate storage
+        self.model.tie_weights()                                # to_empty gives tied weights separate storage
         self.model.generation_config = copy.deepcopy(base.generation_config)
         src, dst = merged_weights(model), dict(self.model.named_parameters())
         if set(dst) - set(src):
@@ -126,13 +121,10 @@ def rollout(self: RolloutCopy, trainer, prompt_ids) -> list[list[int]]:
 # %% ../nbs/01c_copies.ipynb #481e041a
 def vllm_engine_model(llm):
     "The model inside an in-process vLLM `LLM` (TRL's colocate engine, or one built with in_process=True)."
-    try:
-        return llm.llm_engine.model_executor.driver_worker.model_runner.model
+    try: return llm.llm_engine.model_executor.driver_worker.model_runner.model
     except AttributeError as e:
-        raise RuntimeError(
-            "this vLLM engine runs in another process; build it in-process "
-            "(VLLM_ENABLE_V1_MULTIPROCESSING=0, or TRL's colocate mode) to read or load its weights"
-        ) from e
+        raise RuntimeError("this vLLM engine runs in another process; build it in-process to read or load its "
+                           "weights (VLLM_ENABLE_V1_MULTIPROCESSING=0, or TRL's colocate mode)") from e
 
 # %% ../nbs/01c_copies.ipynb #93baccf0
 def vllm_hf_weights(vmodel, config) -> dict:
@@ -145,12 +137,9 @@ def vllm_hf_weights(vmodel, config) -> dict:
             for part, lo, hi in (("q_proj", 0, q), ("k_proj", q, q + kv), ("v_proj", q + kv, q + 2 * kv)):
                 out[n.replace("qkv_proj", part)] = p[lo:hi]
         elif ".gate_up_proj." in n:
-            out[n.replace("gate_up_proj", "gate_proj")], out[n.replace("gate_up_proj", "up_proj")] = (
-                p[:inter],
-                p[inter:],
-            )
-        else:
-            out[n] = p
+            gate, up = n.replace("gate_up_proj", "gate_proj"), n.replace("gate_up_proj", "up_proj")
+            out[gate], out[up] = p[:inter], p[inter:]
+        else: out[n] = p
     return out
 
 # %% ../nbs/01c_copies.ipynb #39ef0d8d

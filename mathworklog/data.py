@@ -10,14 +10,15 @@ from __future__ import annotations
 import json, os, re
 from decimal import Decimal
 from pathlib import Path
-from .settings import MissingResourceError, get_preset, hub_reachable, valid, valid_int
-from .files import data_dir, project_root
+from .settings import (MissingResourceError, UnusableInputError, env_flag, fault, get_preset, hub_reachable,
+                                  valid, valid_int)
+from .files import data_dir, project_root, read_text
 from .models import load_tokenizer, scale_tokenizer
 from .world import WORLD_OPS, world_problems
 
 # %% auto #0
-__all__ = ['TAGS', 'SYSTEM_PROMPT', 'NUM_RE', 'GSM8K_SIZES', 'make_prompt', 'render_prompt', 'parse_number', 'format_number',
-           'numbers_equal', 'distinct_numbers', 'reference_answer', 'reference_steps', 'to_tag_format',
+__all__ = ['TAGS', 'SYSTEM_PROMPT', 'NUM_RE', 'GSM8K_FILE', 'GSM8K_SIZES', 'make_prompt', 'render_prompt', 'parse_number',
+           'format_number', 'numbers_equal', 'distinct_numbers', 'reference_answer', 'reference_steps', 'to_tag_format',
            'completion_text', 'between', 'solution_text', 'strict_answer', 'first_number', 'last_number',
            'lenient_answers', 'exact_format', 'answer_value', 'grade', 'gsm8k_source', 'require_gsm8k', 'load_gsm8k',
            'prepare', 'preset_tokenizer']
@@ -140,7 +141,6 @@ def first_number(text: str) -> Decimal|None:
     m = NUM_RE.search(text or "")
     return _value(m.group()) if m else None
 
-# %% ../nbs/01_data.ipynb #9e890494
 def last_number(text: str) -> Decimal|None:
     "The last number in `text`, or None."
     ms = NUM_RE.findall(text or "")
@@ -187,17 +187,21 @@ def grade(completion, answer) -> dict:
     return dict(lenient=lenient, strict=strict, format=fmt, exact=strict and fmt)
 
 # %% ../nbs/01_data.ipynb #bb30f018
-def _read_jsonl(path: Path) -> list[dict]:
-    "GSM8K rows of a jsonl file, with errors that name the file, the line and what is wrong."
-    rows = []
-    for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+GSM8K_FILE = "GSM8K's format: one JSON object a line, with 'question' and 'answer' strings"
+
+def _read_jsonl(path: Path, fix: str = "") -> list[dict]:
+    "GSM8K rows of a jsonl file in any common encoding, with errors that name the file, the line and what is wrong."
+    text, rows = read_text(path, GSM8K_FILE), []
+    bad = lambda i, problem: fault(UnusableInputError, f"{path}:{i}", problem, GSM8K_FILE, fix)
+    for i, line in enumerate(text.split("\n"), 1):
         if not line.strip(): continue
         try: r = json.loads(line)
-        except json.JSONDecodeError as e: raise ValueError(f"{path}:{i}: not valid JSON ({e.msg})") from None
+        except json.JSONDecodeError as e: raise bad(i, f"is not valid JSON ({e.msg})") from None
+        if not isinstance(r, dict): raise bad(i, f"is a JSON {type(r).__name__}, not an object")
         if missing := [k for k in ("question", "answer") if not isinstance(r.get(k), str)]:
-            raise ValueError(f"{path}:{i}: row is missing {' and '.join(missing)} (GSM8K rows need 'question' and "
-                             f"'answer').")
+            raise bad(i, f"is missing {' and '.join(missing)}")
         rows.append({"question": r["question"], "answer": r["answer"]})
+    if not rows: raise fault(UnusableInputError, str(path), "is empty", GSM8K_FILE, fix)
     return rows
 
 # %% ../nbs/01_data.ipynb #7333103e
@@ -208,21 +212,19 @@ def gsm8k_source(source: str|None = None) -> str:
     return "hub" if hub_reachable() else "bundled"
 
 # %% ../nbs/01_data.ipynb #ff9eee17
-def require_gsm8k(preset="tiny", source: str | None = None, allow_bundled: bool | None = None) -> str:
+def require_gsm8k(preset="tiny", source: str|None = None, allow_bundled: bool|None = None) -> str:
     "Where a run of `preset` gets its questions: 'world' for a preset with a world, else GSM8K's source (checked)."
     p = get_preset(preset)
     if p.world and source is None: return "world"
     src = gsm8k_source(source)
-    allow = allow_bundled if allow_bundled is not None else os.environ.get("MATHWORKLOG_ALLOW_BUNDLED") == "1"
+    allow = allow_bundled if allow_bundled is not None else env_flag("MATHWORKLOG_ALLOW_BUNDLED")
     if src == "bundled" and p.real_tokenizer and not allow:
-        raise MissingResourceError(
-            f"preset {p.name!r} needs GSM8K, but no local copy is configured and the Hugging Face hub is "
-            f"unreachable, so "
-            f"only the bundled practice problems (data/, not GSM8K) are here. Provide GSM8K either (1) by pointing "
-            f"$MATHWORKLOG_GSM8K at a folder holding GSM8K's train.jsonl and test.jsonl, or (2) by giving this machine "
-            f"access to the hub (openai/gsm8k). To run {p.name!r} on the bundled problems anyway, set "
-            f"MATHWORKLOG_ALLOW_BUNDLED=1 (or pass allow_bundled=True)."
-        )
+        raise MissingResourceError(f"preset {p.name!r} needs GSM8K, but no local copy is configured and the Hugging "
+                                   f"Face hub is unreachable, so only the bundled practice problems (data/, not GSM8K) "
+                                   f"are here. Provide GSM8K either (1) by pointing $MATHWORKLOG_GSM8K at a folder "
+                                   f"holding GSM8K's train.jsonl and test.jsonl, or (2) by giving this machine access "
+                                   f"to the hub (openai/gsm8k). To run {p.name!r} on the bundled problems anyway, set "
+                                   f"MATHWORKLOG_ALLOW_BUNDLED=1 (or pass allow_bundled=True).")
     return src
 
 # %% ../nbs/01_data.ipynb #4d20a672
@@ -230,18 +232,18 @@ def _rows_from(src: str, split: str) -> list[dict]:
     "The rows of `split` from a source named by `gsm8k_source`."
     if src == "hub":
         from datasets import load_dataset
-
-        return [
-            dict(question=r["question"], answer=r["answer"]) for r in load_dataset("openai/gsm8k", "main", split=split)
-        ]
-    f = (data_dir() if src == "bundled" else Path(src)) / f"{split}.jsonl"
-    if not f.exists():
-        raise MissingResourceError(
-            f"GSM8K {split} split not found at {f}. Either point $MATHWORKLOG_GSM8K (or the "
-            f"`source` argument) at a folder holding GSM8K's {split}.jsonl, or unset it to use "
-            f"the hub (openai/gsm8k) or the bundled problems."
-        )
-    return _read_jsonl(f)
+        return [dict(question=r["question"], answer=r["answer"]) for r in load_dataset("openai/gsm8k", "main",
+                                                                                        split=split)]
+    d = data_dir() if src == "bundled" else Path(src)
+    env = src == os.environ.get("MATHWORKLOG_GSM8K")
+    who = f"$MATHWORKLOG_GSM8K={src}" if env else "the bundled problems" if src == "bundled" else f"GSM8K folder {src}"
+    fix = ("Point $MATHWORKLOG_GSM8K (or the `source` argument) at a GSM8K copy, or unset it to use the hub "
+           "(openai/gsm8k) or the bundled problems." if src != "bundled" else "")
+    want = "a folder holding GSM8K's train.jsonl and test.jsonl"
+    if d.exists() and not d.is_dir(): raise fault(UnusableInputError, who, "is a file", want, fix)
+    if not (d/f"{split}.jsonl").exists():
+        raise fault(MissingResourceError, who, f"has no {split}.jsonl" if d.is_dir() else "does not exist", want, fix)
+    return _read_jsonl(d/f"{split}.jsonl", fix)
 
 # %% ../nbs/01_data.ipynb #56e56434
 GSM8K_SIZES = {"train": 7473, "test": 1319}
@@ -253,7 +255,6 @@ def load_gsm8k(split: str = "train", source: str|None = None, n: int|None = None
     src = require_gsm8k(preset, source, allow_bundled) if preset is not None else gsm8k_source(source)
     if src == "world": return world_problems(split, n or GSM8K_SIZES[split], **get_preset(preset).world)
     rows = _rows_from(src, split)
-    if not rows: raise ValueError(f"GSM8K {split} split from {src} is empty.")
     return rows[:n] if n else rows
 
 # %% ../nbs/01_data.ipynb #1439c86a

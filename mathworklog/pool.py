@@ -74,44 +74,30 @@ def _pool_worker():
 class GeneratorPool:
     "`workers` generators in as many worker processes, each given every `workers`-th prompt; texts in prompt order."
 
-    def __init__(
-        self,
-        model,
-        tokenizer,
-        backend: str = "auto",
-        workers: int = 2,
-        batch_size: int = 16,
-        dtype: str = "auto",
-        gpu_memory_utilization: float = 0.85,  # shared out among the vLLM engines
-        **kw,
-    ):  # passed to each worker's generator
+    def __init__(self, model, tokenizer, backend: str = "auto", workers: int = 2, batch_size: int = 16,
+                 dtype: str = "auto",
+                 gpu_memory_utilization: float = 0.85,  # shared out among the vLLM engines
+                 **kw):                                 # passed to each worker's generator
         if not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be a positive int, not {workers!r}")
         if not isinstance(model, (str, Path)):
-            raise TypeError(
-                f"a GeneratorPool loads the model in each worker: pass its path, not a {type(model).__name__}"
-            )
+            raise TypeError(f"a GeneratorPool loads the model in each worker: pass its path, not a "
+                            f"{type(model).__name__}")
         if kw.get("request_seeds"):
             raise ValueError("request_seeds needs one worker: a pool's workers would reuse each other's seeds")
         self.backend, self.workers, self.procs, self.logs = choose_engine("generate", backend), workers, [], []
         if self.backend == "vllm" and workers > 1 and "kv_cache_memory_bytes" not in kw and on_gpu():
             kw = dict(kw, kv_cache_memory_bytes=self.kv_share(workers, gpu_memory_utilization))
         spec = dict(model=str(model), tokenizer=tokenizer, backend=self.backend, batch_size=batch_size, dtype=dtype)
-        try:
-            self._start(spec, kw, gpu_memory_utilization)
+        try: self._start(spec, kw, gpu_memory_utilization)
         except BaseException:
             self.close(kill=True)
             raise
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
+    def __enter__(self): return self
+    def __exit__(self, *exc): self.close()
     def __del__(self):
-        with contextlib.suppress(Exception):
-            self.close()
+        with contextlib.suppress(Exception): self.close()
 
 # %% ../nbs/01b_pool.ipynb #1d60ec13
 @patch

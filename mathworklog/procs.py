@@ -39,7 +39,6 @@ def pid_alive(pid: int) -> bool:
     st = proc_stat(pid)
     return st is not None and st[0] not in "ZX"
 
-# %% ../nbs/00b_procs.ipynb #0338e039
 def group_alive(pgid: int) -> bool:
     "True while a live (non-zombie) process is in process group `pgid`."
     return any(pg == pgid for _, pg, _ in live_processes().values())
@@ -50,8 +49,7 @@ def track_tree(seen: dict, pgid: int) -> dict:
     ones."""
     live = live_processes()
     for pid, (ppid, pg, start) in live.items():
-        if pg == pgid:
-            seen[pid] = start
+        if pg == pgid: seen[pid] = start
     grew = True
     while grew:  # children of tracked parents (matched by start time)
         grew = False
@@ -68,7 +66,6 @@ def signal_pids(pids, sig):
         try: os.kill(pid, sig)
         except OSError: pass
 
-# %% ../nbs/00b_procs.ipynb #58143d32
 def kill_tree(seen: dict, pgid: int, grace: float) -> bool:
     "TERM every tracked live process, KILL whatever is left after `grace` s; True when nothing is left."
     alive, termed, end = track_tree(seen, pgid), set(), time.monotonic() + grace
@@ -89,7 +86,6 @@ class _Stop(Exception): pass
 
 def _stop(*_): raise _Stop()
 
-# %% ../nbs/00b_procs.ipynb #10c8b966
 def watchdog_main(argv):
     "`owner pgid fd grace`: guard the tree of group `pgid` until the owner closes `fd` or dies, then kill it."
     owner, pgid, fd, grace = int(argv[0]), int(argv[1]), int(argv[2]), float(argv[3])
@@ -114,84 +110,64 @@ def _parent_death_signal(owner: int, sig=signal.SIGKILL):
     return pre
 
 # %% ../nbs/00b_procs.ipynb #601cfdbc
-_RUN_WATCHDOG = (
-    "import runpy, sys; "
-    "sys.exit(runpy.run_path(sys.argv[1], run_name='mathworklog_watchdog')['watchdog_main'](sys.argv[2:]))"
-)
-
+_RUN_WATCHDOG = ("import runpy, sys; sys.exit(runpy.run_path(sys.argv[1], run_name='mathworklog_watchdog')"
+                 "['watchdog_main'](sys.argv[2:]))")
 
 class OwnedProcess:
     "A child process, and everything it starts, that dies with its owner; `kill()` stops the whole tree."
-
     # one class body rather than methods added with fastcore's `patch`: the watchdog runs this file without
     # site-packages, where fastcore cannot be imported
-    def __init__(
-        self,
-        cmd: list,  # the command, as for `subprocess.Popen`
-        grace: float = 15.0,  # seconds between TERM and KILL when stopping
-        **popen_kw,
-    ):  # passed to `subprocess.Popen` (stdout, env, …)
+    def __init__(self,
+                 cmd: list,              # the command, as for `subprocess.Popen`
+                 grace: float = 15.0,    # seconds between TERM and KILL when stopping
+                 **popen_kw):            # passed to `subprocess.Popen` (stdout, env, …)
         import importlib.util
-
         if not (isinstance(grace, (int, float)) and grace >= 0):
             raise ValueError(f"grace={grace!r} is not allowed: grace must be a number ≥ 0.")
         self.grace, self.watchdog, self._w = grace, None, None
         owner = os.getpid()
         pre = _parent_death_signal(owner) if threading.current_thread() is threading.main_thread() else None
         self.proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=pre, **popen_kw)
-        self.pid = self.pgid = self.proc.pid  # its own session: pgid = its pid, remembered for good
+        self.pid = self.pgid = self.proc.pid                   # its own session: pgid = its pid, remembered for good
         r, w = os.pipe()
         try:
-            wd = importlib.util.find_spec("mathworklog.procs").origin  # this module, run by path: stdlib imports only
+            wd = importlib.util.find_spec("mathworklog.procs").origin   # this module, run by path: stdlib imports only
             args = [wd, str(owner), str(self.pgid), str(r), str(grace)]
-            self.watchdog = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", _RUN_WATCHDOG, *args],
-                pass_fds=(r,),
-                start_new_session=True,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
+            self.watchdog = subprocess.Popen([sys.executable, "-I", "-S", "-c", _RUN_WATCHDOG, *args], pass_fds=(r,),
+                                             start_new_session=True, stdin=subprocess.DEVNULL,
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self._w = w
         except BaseException:
             os.close(w)
             self._kill_group(0)
             raise
-        finally:
-            os.close(r)
+        finally: os.close(r)
 
-    def poll(self):
-        return self.proc.poll()
+    def poll(self): return self.proc.poll()
 
-    def kill(self, grace: float | None = None) -> bool:
+    def kill(self, grace: float|None = None) -> bool:
         "Stop the whole tree (TERM, then KILL after `grace` s), even when the leader has exited; True once none runs."
         grace = self.grace if grace is None else grace
-        if self._w is not None:  # the watchdog sees EOF and kills the tree
+        if self._w is not None:                                # the watchdog sees EOF and kills the tree
             os.close(self._w)
             self._w = None
         done = False
         if self.watchdog is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                done = self.watchdog.wait(grace + 10) == 0
-        if not done:
-            done = self._kill_group(grace)  # no watchdog, or it failed: the group at least
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(5)
+            with contextlib.suppress(subprocess.TimeoutExpired): done = self.watchdog.wait(grace + 10) == 0
+        if not done: done = self._kill_group(grace)            # no watchdog, or it failed: the group at least
+        with contextlib.suppress(subprocess.TimeoutExpired): self.proc.wait(5)
         return done
 
     def _kill_group(self, grace: float) -> bool:
         "TERM, then KILL, the leader's process group; True once nothing of the group runs."
         for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(self.pgid, sig)
-            except ProcessLookupError:
-                return True
+            try: os.killpg(self.pgid, sig)
+            except ProcessLookupError: return True
             end = time.monotonic() + wait
             while group_alive(self.pgid) and time.monotonic() < end:
                 self.proc.poll()
                 time.sleep(0.05)
-            if not group_alive(self.pgid):
-                return True
+            if not group_alive(self.pgid): return True
         return False
 
 # %% ../nbs/00b_procs.ipynb #bf1970c4
@@ -208,19 +184,18 @@ def free_port(host: str = "127.0.0.1",
 # %% ../nbs/00b_procs.ipynb #bac306fe
 class VLLMServer:
     "A `trl vllm-serve` subprocess: health-checked start, and a stop of its whole process tree that nothing escapes."
+    grace = 15.0                                        # seconds between TERM and KILL (set on an instance to change)
     def __init__(self, model: str, port: int = 8000, host: str = "127.0.0.1",
                  gpus: str = "0",                       # CUDA_VISIBLE_DEVICES for the server
                  gpu_memory_utilization: float = 0.5,
                  timeout: float = 600.0,                # seconds to wait for /health/
                  log_path: str|None = None,             # the server's output (default: a temporary file)
-                 cmd: list|None = None,                 # another command (the tests' stand-in server)
-                 grace: float = 15.0):                  # seconds between TERM and KILL
+                 cmd: list|None = None):                # another command (the tests' stand-in server)
         from mathworklog.settings import valid_int, valid_number
         valid_int("port", port, 1, 65535)
         valid_number("gpu_memory_utilization", gpu_memory_utilization, 0, 1, lo_open=True)
         valid_number("timeout", timeout, 0, lo_open=True)
-        valid_number("grace", grace, 0)
-        self.host, self.port, self.timeout, self.grace = host, port, timeout, grace
+        self.host, self.port, self.timeout = host, port, timeout
         self.proc, self.owned, self._log = None, None, None
         if log_path is None:
             fd, log_path = tempfile.mkstemp(prefix="vllm-server-", suffix=".log")
@@ -247,6 +222,8 @@ class VLLMServer:
 
     def start(self):
         "Start the server and wait for `/health/`; on a taken port, an early exit, a timeout or Ctrl-C, stop it all."
+        from mathworklog.settings import valid_number
+        valid_number("grace", self.grace, 0)
         if self.proc is not None and self.proc.poll() is None:
             raise RuntimeError(f"this server already runs ({self.proc.pid}).")
         if free_port(self.host, self.port) is None:
@@ -269,8 +246,7 @@ class VLLMServer:
 
     def stop(self):
         "Stop the server's whole process tree (TERM, then KILL after `grace` s), even when its leader exited."
-        if self.owned is not None:
-            self.owned.kill(self.grace)
+        if self.owned is not None: self.owned.kill(self.grace)
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -282,7 +258,6 @@ def send_msg(f, obj):
     f.write(len(b).to_bytes(8, "little") + b)
     f.flush()
 
-# %% ../nbs/00b_procs.ipynb #20452122
 def recv_msg(f):
     "The next message on a pipe; None when the other end has closed it."
     head = f.read(8)
@@ -334,7 +309,6 @@ def _accelerate_cmd(n: int, fn_spec: str, args: Path, result: Path) -> list:
 # %% ../nbs/00b_procs.ipynb #62e53774
 _ALONE = "from mathworklog.procs import launch_main; launch_main()"   # one worker, without accelerate
 
-# %% ../nbs/00b_procs.ipynb #30231957
 def launch(fn_spec: str,                  # `module:function`, importable in the workers
            kwargs: dict,                  # its keyword arguments, as JSON
            num_processes: int|None = None,  # None: one per GPU (at least one)
@@ -376,6 +350,8 @@ def launch_main(argv=None):
     from mathworklog.files import atomic_write_text
     from mathworklog.settings import cpu_threads
     argv = argv or sys.argv[1:]
+    if len(argv) != 3: raise SystemExit("usage: mathworklog-launch module:function args.json result.json (what "
+                                        "procs.launch runs, one process per rank, under accelerate launch)")
     fn, args, res = argv[0], Path(argv[1]), Path(argv[2])
     cpu_threads()                                  # one process per GPU, or CPU processes side by side: one thread each
     out = _import_fn(fn)(**json.loads(args.read_text()))

@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse, contextlib, json, os, re, sys, time
 from pathlib import Path
 import pandas as pd
-from .files import project_root
+from .files import need_clone, project_root
 from .runs import Run, find_runs, latest_run, new_run
-from .settings import CHAPTERS, on_gpu
+from .settings import CHAPTERS, on_gpu, require
 from .chain import run_chapters
 from .results import plot_staircase, staircase
 
@@ -69,7 +69,7 @@ def page_html(nb,                # an executed notebook
              ) -> str:
     "Notebook `nb` as one self-contained HTML page: every image inside it, no prompts, nothing loaded from a CDN."
     import jinja2
-    from nbconvert import HTMLExporter
+    HTMLExporter = require("nbconvert").HTMLExporter
 
     ex = HTMLExporter(template_name="lab", template_file="offline.html.j2",
                       extra_loaders=[jinja2.DictLoader({"offline.html.j2": OFFLINE_TEMPLATE})],
@@ -127,7 +127,7 @@ def opening_html(run_dir, meta: dict) -> str:
 # %% ../nbs/11_runner.ipynb #df4a22f3
 def render_pages(run_dir) -> Path:
     "Each executed notebook in `run_dir` as `run_dir/pages/<name>.html`, and `pages/index.html` linking them; its path."
-    import nbformat
+    nbformat = require("nbformat")
     from mathworklog.files import atomic_write_text
 
     run_dir = Path(run_dir)
@@ -166,6 +166,8 @@ def run_worklog(preset: str = "tiny", only: list | None = None, skip_results: bo
                 jobs: int | None = None,      # chapters at once (None: 1 on a GPU, else up to 2 of the cores)
                 progress: bool = True) -> Run:
     "Execute the chapters with papermill (`-p preset …`) into a worklog run folder, then its pages; the run."
+    need_clone("run_worklog")
+    for lib in ("papermill", "nbformat", "nbconvert"): require(lib)       # before any chapter runs, not after the last
     todo = [c for c in CHAPTERS if not (only and c not in only) and not (skip_results and c.startswith("10_"))]
     jobs = jobs or (1 if on_gpu() else max(1, min(2, os.cpu_count() or 1)))
     wl = new_run("worklog", preset, params=dict(only=only, jobs=jobs))

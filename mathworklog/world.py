@@ -65,10 +65,10 @@ def _friend(st: _Story) -> str:
     return f
 
 # %% ../nbs/00g_world.ipynb #ffe5acf5
-def _plain_start(st: _Story, max_operand: int):
+def _plain_start(st: _Story, k: dict):
     "Open with an amount: no reasoning line yet."
     r, n = st.r, st.name
-    a = r.randint(2, max_operand)
+    a = r.randint(2, k["max_operand"])
     st.value = a
     if st.money:
         st.sents.append(r.choice([f"{n} has ${a}.", f"{n} has ${a} in a piggy bank.", f"{n} saved ${a}."]))
@@ -77,11 +77,10 @@ def _plain_start(st: _Story, max_operand: int):
                                   f"There are {a} {st.item} in {n}'s box."]))
     st.kind.append("v")
 
-# %% ../nbs/00g_world.ipynb #bb8cb977
-def _product_start(st: _Story, max_operand: int, max_factor: int):
+def _product_start(st: _Story, k: dict):
     "Open with a product (boxes x items per box, items x price, days x wage): that is the first reasoning line."
     r, n = st.r, st.name
-    a, b = r.randint(2, max_factor), r.randint(2, max_operand)
+    a, b = r.randint(2, k["max_factor"]), r.randint(2, k["max_operand"])
     c = a * b
     if st.money:
         one, many = r.choice(_THINGS)
@@ -100,12 +99,12 @@ def _product_start(st: _Story, max_operand: int, max_factor: int):
     st.kind.append("p")
 
 # %% ../nbs/00g_world.ipynb #9ba0b561
-def _add(st: _Story, sub: str, obj: str, max_operand: int, max_factor: int, max_value: int):
+def _add(st: _Story, sub: str, obj: str, k: dict):
     "The owner gets more: earns, is given, finds, buys."
     r, v, who = st.r, st.value, st.owner
-    b = r.randint(2, max_operand)
+    b = r.randint(2, k["max_operand"])
     c = v + b
-    if c > max_value: return None
+    if c > k["max_value"]: return None
     if st.money:
         s = r.choice([f"Then {sub} earns ${b} {r.choice(_JOBS)}.", f"Then {sub} gets ${b} from {_friend(st)}.",
                       f"Then {sub} finds ${b}."])
@@ -117,11 +116,11 @@ def _add(st: _Story, sub: str, obj: str, max_operand: int, max_factor: int, max_
     return s, c
 
 # %% ../nbs/00g_world.ipynb #6a3f6906
-def _sub(st: _Story, sub: str, obj: str, max_operand: int, max_factor: int, max_value: int):
+def _sub(st: _Story, sub: str, obj: str, k: dict):
     "The owner has less: spends, gives away, loses, uses; at least 1 is left."
     r, v, who = st.r, st.value, st.owner
     if v < 3: return None
-    b = r.randint(2, min(max_operand, v - 1))
+    b = r.randint(2, min(k["max_operand"], v - 1))
     c = v - b
     if st.money:
         one, many = r.choice(_THINGS)
@@ -135,12 +134,12 @@ def _sub(st: _Story, sub: str, obj: str, max_operand: int, max_factor: int, max_
     return s, c
 
 # %% ../nbs/00g_world.ipynb #9600245c
-def _mul(st: _Story, sub: str, obj: str, max_operand: int, max_factor: int, max_value: int):
+def _mul(st: _Story, sub: str, obj: str, k: dict):
     "Someone new has `b` times as much as the owner, and the story follows them."
     r, v, who = st.r, st.value, st.owner
-    b = r.randint(2, max_factor)
+    b = r.randint(2, k["max_factor"])
     c = v * b
-    if c > max_value: return None
+    if c > k["max_value"]: return None
     f = _friend(st)
     if st.money: s = f"{f} has {b} times as much money as {who}."
     else: s = f"{f} has {b} times as many {st.item} as {who}."
@@ -150,10 +149,10 @@ def _mul(st: _Story, sub: str, obj: str, max_operand: int, max_factor: int, max_
     return s, c
 
 # %% ../nbs/00g_world.ipynb #38cfa3ca
-def _div(st: _Story, sub: str, obj: str, max_operand: int, max_factor: int, max_value: int):
+def _div(st: _Story, sub: str, obj: str, k: dict):
     "The owner shares equally among `b` friends (exactly: `b` divides the amount); the story follows one friend."
     r, v = st.r, st.value
-    divs = [b for b in range(2, max_factor + 1) if v % b == 0 and v // b >= 1]
+    divs = [b for b in range(2, k["max_factor"] + 1) if v % b == 0 and v // b >= 1]
     if not divs: return None
     b = r.choice(divs)
     c = v // b
@@ -168,12 +167,12 @@ def _div(st: _Story, sub: str, obj: str, max_operand: int, max_factor: int, max_
 # %% ../nbs/00g_world.ipynb #e079a332
 _OPS = {"+": _add, "-": _sub, "*": _mul, "/": _div}
 
-def _op(st: _Story, op: str, max_operand: int, max_factor: int, max_value: int) -> bool:
+def _op(st: _Story, op: str, k: dict) -> bool:
     "Apply one operation to the story's quantity; False when its operands would break the rules (the caller retries)."
     who = st.owner
     sub, obj, pos = _pron(who)
     if st.subject != who: sub = who          # a new owner is named, not a pronoun
-    done = _OPS[op](st, sub, obj, max_operand, max_factor, max_value)
+    done = _OPS[op](st, sub, obj, k)
     if done is None: return False
     s, c = done
     st.sents.append(s[0].upper() + s[1:] if s else s)
@@ -196,24 +195,26 @@ def _question(st: _Story) -> str:
     return ask
 
 # %% ../nbs/00g_world.ipynb #1768f763
-def _world_problem(r: random.Random, steps: tuple[int, int], max_operand: int, max_factor: int, ops: str,
-                   max_value: int, p_money: float, p_product: float, attempts: int = 1000) -> dict:
-    "One problem drawn from `r` with checked knobs: `question`, GSM8K-format `answer`, `kind` and `steps`."
+def _world_problem(r: random.Random,
+                   k: dict,                # the checked knobs (`world_knobs`: `steps` a (fewest, most) pair)
+                   attempts: int = 1000,   # problems dropped in a row before the knobs are called impossible
+                  ) -> dict:
+    "One problem drawn from `r`: `question`, GSM8K-format `answer`, `kind` and `steps`."
     for _ in range(attempts):
-        n_steps = r.randint(*steps)
-        st = _Story(r, money=r.random() < p_money)
-        if "*" in ops and r.random() < p_product: _product_start(st, max_operand, max_factor)
-        else: _plain_start(st, max_operand)
+        n_steps = r.randint(*k["steps"])
+        st = _Story(r, money=r.random() < k["p_money"])
+        if "*" in k["ops"] and r.random() < k["p_product"]: _product_start(st, k)
+        else: _plain_start(st, k)
         tries = 0
         while len(st.lines) < n_steps and tries < 20:
             tries += 1
-            _op(st, r.choice(ops), max_operand, max_factor, max_value)
+            _op(st, r.choice(k["ops"]), k)
         if len(st.lines) < n_steps: continue                   # 20 refused operations: start a new problem
         return dict(question=" ".join(st.sents + [_question(st)]), answer="\n".join(st.lines + [f"#### {st.value}"]),
                     kind=("$" if st.money else "#") + "".join(st.kind), steps=len(st.lines))
-    raise ValueError(f"no problem fits these knobs in {attempts} attempts (steps={steps}, max_operand={max_operand}, "
-                     f"max_factor={max_factor}, ops={ops!r}, max_value={max_value}): raise max_value or allow "
-                     f"more operations.")
+    knobs = ", ".join(f"{n}={k[n]!r}" for n in ("steps", "max_operand", "max_factor", "ops", "max_value"))
+    raise ValueError(f"no problem fits these knobs in {attempts} attempts ({knobs}): raise max_value or allow more "
+                     f"operations.")
 
 # %% ../nbs/00g_world.ipynb #123fa7b2
 def _steps_pair(steps) -> tuple[int, int]|None:
@@ -251,7 +252,7 @@ def _world_seed(split: str, seed: int) -> int:
 def _train_questions(seed: int, guard: int, knobs: tuple) -> frozenset:
     "The first `guard` training questions of this seed and these knobs (the test split avoids them)."
     r, k = random.Random(_world_seed("train", seed)), dict(knobs)
-    return frozenset(_world_problem(r, **k)["question"] for _ in range(guard))
+    return frozenset(_world_problem(r, k)["question"] for _ in range(guard))
 
 # %% ../nbs/00g_world.ipynb #86fd6b6d
 def world_problems(split: str,               # 'train' or 'test'
@@ -268,7 +269,7 @@ def world_problems(split: str,               # 'train' or 'test'
     seen = set(_train_questions(seed, train_guard, tuple(k.items())) if split == "test" else ())
     out = []
     while len(out) < n:
-        p = _world_problem(r, **k)
+        p = _world_problem(r, k)
         if p["question"] in seen: continue
         seen.add(p["question"])
         out.append(p)

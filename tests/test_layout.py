@@ -106,3 +106,31 @@ def test_notebooks_do_not_edit_sys_path():
            for i, c in enumerate(json.loads(nb.read_text())["cells"])
            if c["cell_type"] == "code" and re.search(r"sys\.path\.(insert|append)|sys\.path\s*[+]?=", "".join(c["source"]))]
     assert not bad, bad
+
+
+# The notebooks in the house style of fastcore's `01_basics`: every exported cell is followed by a sentence (markdown)
+# or a test, never directly by another exported cell. The chapters join this list as they are restyled.
+STYLED = ["00_settings", "00a_files", "00b_procs", "00c_runs", "00d_models", "00e_worklog", "00f_training", "00g_world",
+          "01_data", "01a_generation", "01b_pool", "01c_copies", "01d_weights", "01e_trace", "01f_boundaries",
+          "11_runner", "12_cli"]
+
+def exported(cell) -> bool:
+    "Whether a cell is exported to the package (`#| export` or `#| exports`)."
+    return cell["cell_type"] == "code" and re.search(r"^#\|\s*exports?\b", "".join(cell["source"]), re.M) is not None
+
+def test_exported_cells_are_followed_by_a_sentence_or_a_test():
+    "After each exported cell comes a sentence on why or a test, not the next definition (fastcore: 15% do; here 0)."
+    bad = {}
+    for name in STYLED:
+        cells = json.loads((ROOT/"nbs"/f"{name}.ipynb").read_text())["cells"]
+        run = [i for i in range(len(cells) - 1) if exported(cells[i]) and exported(cells[i + 1])]
+        if run: bad[name] = [cells[i]["source"][1][:60] if len(cells[i]["source"]) > 1 else i for i in run]
+    assert not bad, bad
+
+
+def test_no_black_style_exploded_calls():
+    "fastai one-liners in the styled notebooks' code: no line that is only a closing `)` (black's exploded calls)."
+    bad = [f"{name}[{i}]" for name in STYLED
+           for i, c in enumerate(json.loads((ROOT/"nbs"/f"{name}.ipynb").read_text())["cells"])
+           if c["cell_type"] == "code" and re.search(r"^\s*\)[)\]},]*\s*$", "".join(c["source"]), re.M)]
+    assert not bad, bad

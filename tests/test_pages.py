@@ -10,9 +10,13 @@ import nbformat, nbformat.v4 as nbf
 import pytest
 
 from mathworklog.runner import render_pages
+from mathworklog.settings import UnusableInputError, fault
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("MATHWORKLOG_CHROMIUM") or shutil.which("chromium")
+if os.environ.get("MATHWORKLOG_CHROMIUM") and not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+    raise fault(UnusableInputError, f"$MATHWORKLOG_CHROMIUM={CHROMIUM}", "is not an executable file",
+                "a Chromium binary for the pages test", "Point it at one, or unset it to use `chromium` on the PATH.")
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="needs a Chromium: Debian's `chromium` package (apt-get install chromium; tools/test.sh "
     "installs it when run as root), or $MATHWORKLOG_CHROMIUM pointing at one")

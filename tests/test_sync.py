@@ -1,6 +1,6 @@
 """Chapter 08's reproduction on a real vLLM engine (the CPU backend here, a GPU where there is one): TRL's own
 `_iter_named_params` → vLLM's packed producer → loopback group → packed consumer → the engine's layerwise
-reload, with a buffer that chunks the tiny model the way vLLM's 1 GiB chunks Qwen2.5-0.5B (`sync.matching_buffer`).
+reload, with a buffer that chunks the tiny model the way vLLM's 1 GiB chunks Qwen2.5-0.5B (`trace.matching_buffer`).
 Skipped where vLLM is not installed."""
 import pytest, torch
 pytest.importorskip("vllm")
@@ -8,7 +8,7 @@ pytestmark = pytest.mark.vllm
 
 from mathworklog.data import load_gsm8k, prepare, preset_tokenizer
 from mathworklog.models import model_path
-from mathworklog.sync import engine_reproduction, matching_buffer
+from mathworklog.trace import engine_reproduction, matching_buffer
 from mathworklog.weights import lora_model, probe_batch, trl_named_params
 
 
@@ -16,13 +16,13 @@ from mathworklog.weights import lora_model, probe_batch, trl_named_params
 def setup():
     tok = preset_tokenizer("tiny")
     path = model_path("tiny", tok, "tiny")
-    ids, mask, keep = probe_batch(tok, prepare(load_gsm8k("test", n=8, preset="tiny")), max_tokens=32)
-    return path, tok, ids, mask, keep, matching_buffer(trl_named_params(lora_model(path)))
+    probe = probe_batch(tok, prepare(load_gsm8k("test", n=8, preset="tiny")), max_tokens=32)
+    return path, tok, probe, matching_buffer(trl_named_params(lora_model(path)))
 
 
 def test_fp32_unpatched_leaves_the_last_chunk_at_base_and_the_fixes_send_the_merged_model(setup):
-    path, tok, ids, mask, keep, buf = setup
-    rows, chunks = engine_reproduction(path, tok, torch.float32, buf, ids, mask, keep)
+    path, tok, probe, buf = setup
+    rows, chunks = engine_reproduction(path, tok, torch.float32, buf, probe)
     r, c = rows.set_index("sync"), chunks.set_index(["sync", "chunk"])
     assert r.chunks.tolist() == [2, 2, 2]
     assert c.loc[("unpatched", 0), "fraction"] == pytest.approx(1, abs=1e-4)   # closed by the buffer: merged
@@ -37,7 +37,8 @@ def test_fp32_unpatched_leaves_the_last_chunk_at_base_and_the_fixes_send_the_mer
 
 
 def test_bf16_is_one_chunk_and_unpatched_the_engine_keeps_the_base_model(setup):
-    path, tok, ids, mask, keep, buf = setup
+    path, tok, probe, buf = setup
+    ids, mask, keep = probe                                  # the three tensors, as chapter 08 passes them, still work
     rows, chunks = engine_reproduction(path, tok, torch.bfloat16, buf, ids, mask, keep, modes=(None, "out_of_place"))
     r = rows.set_index("sync")
     assert r.chunks.tolist() == [1, 1]
