@@ -115,12 +115,12 @@ def server_dtype(url: str) -> str:
 
 # %% ../nbs/01k_check.ipynb #b9162ccb
 def check_sync(url: str, model: str,
-               adapter: str|None = None,         # a PEFT adapter folder (None: a random LoRA of rank `r`)
+               adapter: str|None = None,         # a PEFT adapter folder (None: a random LoRA, `lora`)
                fix: str|None = None,             # sync under `weights.patch_trl_lora_sync(fix)` (None: as installed)
                buffer_bytes: int|None = None,    # CPU transport: vLLM's packed buffer (None: its 1 GiB)
                device: str|None = None,          # the trainer side's device (None: CUDA when there is one)
                restore: bool = True,             # send the plain model back afterwards
-               r: int = 8, seed: int = 0) -> dict:
+               lora: tuple = (8, 0)) -> dict:    # the random LoRA's (rank, seed), when no `adapter` is given
     "Push one LoRA update through TRL's own client into the server at `url`; what the engine then applies."
     import torch
     from transformers import AutoTokenizer
@@ -137,7 +137,7 @@ def check_sync(url: str, model: str,
         with packing_buffer(buffer_bytes):
             client = VLLMClient(base_url=url, group_port=free_port(), connection_timeout=10)
             client.init_communicator(dev)
-        pm = lora_over(model, dtype, adapter, r, seed, dev)
+        pm = lora_over(model, dtype, adapter, *lora, device=dev)
         g = trl_generation_for(pm)
         g.mode, g.vllm_client, g._weight_metadata, g.enable_sleep_mode = "server", client, None, False
         merged, base = reference_tensors(pm)

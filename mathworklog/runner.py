@@ -162,6 +162,7 @@ def _progress(total: int):
         bar.set_description(", ".join(running) or "done")
     return bar, event
 
+# %% ../nbs/11_runner.ipynb #3cab18df
 def run_worklog(preset: str = "tiny", only: list | None = None, skip_results: bool = False,
                 jobs: int | None = None,      # chapters at once (None: 1 on a GPU, else up to 2 of the cores)
                 progress: bool = True) -> Run:
@@ -202,6 +203,7 @@ def _cell(v) -> str:
     "A table cell as markdown writes it: no line breaks, no bare pipes."
     return str("—" if v is None or v != v else v).replace("|", "\\|").replace("\n", " ")
 
+# %% ../nbs/11_runner.ipynb #e41d6dd7
 def worklog_markdown(path) -> str:
     """The exported worklog (`export_worklog`) as markdown: the findings table first, then the staircase of held-out
     exact accuracy beside the worklog's, then the chapters' times."""

@@ -12,46 +12,57 @@ from datetime import timedelta
 from pathlib import Path
 from fastcore.basics import patch
 from .procs import OwnedProcess, free_port, track_tree
-from .settings import valid_int, valid_number
+from dataclasses import dataclass
+from .settings import Settings, valid_int, valid_number
 from .transport import GLOO, direct_opener, http_json, is_loopback, plugin_installed
 
 # %% auto #0
-__all__ = ['VLLMServer', 'listening_sockets', 'checker_digests', 'witness', 'server_logprobs', 'ServerCopy',
+__all__ = ['ServerSettings', 'VLLMServer', 'listening_sockets', 'checker_digests', 'witness', 'server_logprobs', 'ServerCopy',
            'trainer_server_copy']
 
 # %% ../nbs/01j_server.ipynb #f7961403
+@dataclass
+class ServerSettings(Settings):
+    "How to run `vllm serve`: where it listens, on what, in what dtype, how long to wait for it."
+    port: int|None = None                 # None: a free port, picked at start
+    host: str = "127.0.0.1"               # loopback unless `public`
+    gpus: str = "0"                       # CUDA_VISIBLE_DEVICES for the server
+    gpu_memory_utilization: float = 0.5
+    timeout: float = 600.0                # seconds to wait for /health before stopping it
+    grace: float = 15.0                   # seconds between TERM and KILL
+    dtype: str = "auto"                   # the engine's dtype ('auto': bf16 on a GPU, fp32 on the CPU)
+    max_model_len: int|None = None        # None: the model's own context
+    backend: str|None = None              # weight transfer (None: 'nccl' on a GPU, 'gloo' on the CPU)
+    threads: int|None = None              # CPU: the engine's threads (None: $MATHWORKLOG_CPU_THREADS, 1)
+    public: bool = False                  # allow a host beyond loopback (the dev routes rewrite weights)
+    args: tuple = ()                      # more `vllm serve` arguments
+
+    def validate(self):
+        if self.port is not None: valid_int("port", self.port, 1, 65535)
+        valid_number("gpu_memory_utilization", self.gpu_memory_utilization, 0, 1, lo_open=True)
+        valid_number("timeout", self.timeout, 0, lo_open=True)
+        valid_number("grace", self.grace, 0)
+        if not (self.public or is_loopback(self.host)):
+            raise ValueError(f"host={self.host!r} is not allowed: the server's development routes let anyone who "
+                             "reaches it rewrite its weights; keep it on loopback, or pass public=True.")
+
 class VLLMServer:
     "vLLM's own OpenAI server in a child process this one owns, on loopback, with the RL routes and a transfer engine."
     def __init__(self, model: str,
-                 port: int|None = None,                 # None: a free port, picked at start
-                 host: str = "127.0.0.1",               # loopback unless `public`
-                 gpus: str = "0",                       # CUDA_VISIBLE_DEVICES for the server
-                 gpu_memory_utilization: float = 0.5,
-                 timeout: float = 600.0,                # seconds to wait for /health before stopping it
+                 settings: ServerSettings|dict|None = None,
                  log_path: str|None = None,             # the server's output (default: a temporary file)
                  cmd: list|None = None,                 # another command (the tests' stand-in server)
-                 grace: float = 15.0,                   # seconds between TERM and KILL
-                 dtype: str = "auto",                   # the engine's dtype ('auto': bf16 on a GPU, fp32 on the CPU)
-                 max_model_len: int|None = None,        # None: the model's own context
-                 backend: str|None = None,              # weight transfer (None: 'nccl' on a GPU, 'gloo' on the CPU)
-                 threads: int|None = None,              # CPU: the engine's threads (None: $MATHWORKLOG_CPU_THREADS, 1)
-                 public: bool = False,                  # allow a host beyond loopback (the dev routes rewrite weights)
-                 args: tuple = ()):                     # more `vllm serve` arguments
+                 **kw):                                 # `ServerSettings` fields, by name
         import torch
-        if port is not None: valid_int("port", port, 1, 65535)
-        valid_number("gpu_memory_utilization", gpu_memory_utilization, 0, 1, lo_open=True)
-        valid_number("timeout", timeout, 0, lo_open=True)
-        valid_number("grace", grace, 0)
-        if not (public or is_loopback(host)):
-            raise ValueError(f"host={host!r} is not allowed: the server's development routes let anyone who reaches "
-                             "it rewrite its weights; keep it on loopback, or pass public=True.")
+        st = ServerSettings.of(settings, **kw)
         gpu = torch.cuda.is_available()
-        self.model, self.port, self.host, self.gpus, self.gpu = str(model), port, host, gpus, gpu
-        self.gpu_memory_utilization, self.timeout, self.grace, self.cmd = gpu_memory_utilization, timeout, grace, cmd
-        self.dtype = dtype if dtype != "auto" else ("bfloat16" if gpu else "float32")
-        self.max_model_len, self.backend = max_model_len, backend or ("nccl" if gpu else GLOO)
-        self.threads = threads or int(os.environ.get("MATHWORKLOG_CPU_THREADS", "1"))
-        self.args, self.proc, self.owned, self._log, self.start_seconds = tuple(args), None, None, None, None
+        self.model, self.port, self.host, self.gpus, self.gpu = str(model), st.port, st.host, st.gpus, gpu
+        self.gpu_memory_utilization, self.timeout, self.grace, self.cmd = (st.gpu_memory_utilization, st.timeout,
+                                                                           st.grace, cmd)
+        self.dtype = st.dtype if st.dtype != "auto" else ("bfloat16" if gpu else "float32")
+        self.max_model_len, self.backend = st.max_model_len, st.backend or ("nccl" if gpu else GLOO)
+        self.threads = st.threads or int(os.environ.get("MATHWORKLOG_CPU_THREADS", "1"))
+        self.args, self.proc, self.owned, self._log, self.start_seconds = tuple(st.args), None, None, None, None
         if log_path is None:
             fd, log_path = tempfile.mkstemp(prefix="vllm-server-", suffix=".log")
             os.close(fd)

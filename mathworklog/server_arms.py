@@ -25,9 +25,10 @@ __all__ = ['server_arm_trainer', 'timed_syncs', 'close_client', 'sync_trace', 's
            'server_beside_colocate']
 
 # %% ../nbs/08a_server_arms.ipynb #ed5c1d07
-def server_arm_trainer(arm: str, start: str, s: LiveSettings, tokenizer, records, probe_records, out_dir,
+def server_arm_trainer(arm: str, start: str, s: LiveSettings, data: tuple, out_dir,
                        server: VLLMServer, callbacks=()):
     "The `GRPOTrainer(vllm_mode='server')` of one arm of `LIVE_ARMS` against `server`, the probe on (the server)."
+    tokenizer, records, probe_records = data      # the start's tokenizer, the arm's questions, the probe's
     from transformers import AutoModelForCausalLM
     from mathworklog.grpo import GRPOSettings, grpo_dataset, grpo_config, recording_trainer_class
     from mathworklog.rewards import REWARD_FUNCS
@@ -81,7 +82,7 @@ def sync_trace(trainer, buffer_size_bytes: int) -> pd.DataFrame:
     return arrivals(g.vllm_client.base_url, merged, base, g._weight_metadata, buffer_size_bytes)
 
 # %% ../nbs/08a_server_arms.ipynb #2dcfdba5
-def server_live_arm(arm: str, start: str, s: LiveSettings, tokenizer, records, probe_records,
+def server_live_arm(arm: str, start: str, s: LiveSettings, data: tuple,   # (tokenizer, records, probe records)
                     server: VLLMServer|None = None,   # a running server in the arm's dtype (None: one for this arm)
                     callbacks=(),
                     deadline: float|None = None) -> dict:  # `time.time()` at which to stop, keeping the steps so far
@@ -93,7 +94,7 @@ def server_live_arm(arm: str, start: str, s: LiveSettings, tokenizer, records, p
         if own: srv.start()
         cpu = patch_trl_cpu_transport() if not torch.cuda.is_available() else ClientPatch(None)
         with tempfile.TemporaryDirectory() as d, cpu:
-            tr = server_arm_trainer(arm, start, s, tokenizer, records, probe_records, d, srv,
+            tr = server_arm_trainer(arm, start, s, data, d, srv,
                                     [*callbacks, StopAt(deadline)])
             syncs = timed_syncs(tr)
             try:
@@ -143,7 +144,8 @@ def server_live_sync(start: str, out_dir, s: LiveSettings,
     for dtype in dict.fromkeys(LIVE_ARMS[a][0] for a in arms):
         with VLLMServer(start, dtype=dtype, max_model_len=s.max_model_len, **server_kw) as srv:
             for arm in (a for a in arms if LIVE_ARMS[a][0] == dtype):
-                res = server_live_arm(arm, start, s, tokenizer, records, probe_records, server=srv, deadline=deadline)
+                res = server_live_arm(arm, start, s, (tokenizer, records, probe_records), server=srv,
+                                      deadline=deadline)
                 data = merge_live_json(Path(out_dir) / name, {arm: res}, **top,
                                        seconds=round(time.perf_counter() - t0, 1))
     return data

@@ -204,7 +204,7 @@ def test_two_grpo_steps_of_an_unmodified_trainer_through_the_server(server, path
     from mathworklog.sync import live_records, live_settings
     s = live_settings("tiny", steps=2, buffer_size_bytes=buf)
     records, probe_records = live_records("tiny", s)
-    r = server_live_arm("fp32_unpatched", path, s, model_tokenizer(path), records, probe_records, server=server)
+    r = server_live_arm("fp32_unpatched", path, s, (model_tokenizer(path), records, probe_records), server=server)
     print({k: r[k] for k in ("steps", "probe_mismatch", "sampling_logp_difference", "syncs", "sync_seconds",
                              "step_seconds", "stuck", "lora_matrices", "chunks")})
     assert r["steps"] == 2 and len(r["probe_mismatch"]) == 2 and r["chunks"] == 2
