@@ -12,8 +12,8 @@ from .data import (answer_value, first_number, format_number, grade, lenient_ans
                               render_prompt, solution_text, strict_answer, TAGS)
 
 # %% auto #0
-__all__ = ['CRITERIA', 'CRITERIA_NAMES', 'SAMPLING', 'MISPLACED', 'score_records', 'summarize', 'evaluate_model', 'heldout_eval',
-           'criteria_frame', 'compare_evals', 'misplaced', 'misplaced_table']
+__all__ = ['CRITERIA', 'CRITERIA_NAMES', 'SAMPLING', 'HELDOUT', 'MISPLACED', 'score_records', 'summarize', 'evaluate_model',
+           'heldout_eval', 'criteria_frame', 'compare_evals', 'misplaced', 'misplaced_table']
 
 # %% ../nbs/02_baseline.ipynb #af15833a
 CRITERIA = ("lenient", "strict", "format", "exact")
@@ -46,6 +46,7 @@ def summarize(df: pd.DataFrame) -> dict:
 
 # %% ../nbs/02_baseline.ipynb #9d1ae87e
 SAMPLING = dict(n=1, temperature=0.0, max_new_tokens=512, seed=0)   # greedy, one answer per question
+HELDOUT = "heldout-greedy"   # the evaluation every row of the worklog's final table saves: eval/heldout-greedy.*
 
 def evaluate_model(generator, tokenizer, records: list[dict],
                    run=None,            # save the records and the table under `run/eval/`

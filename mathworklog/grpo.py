@@ -25,15 +25,15 @@ from .generation import HFGenerator, choose_engine, vllm_available
 from .copies import RolloutCopy
 from .weights import (SyncPatch, SyncProbe, SyncProbeCallback, colocated_vllm, patch_trl_lora_sync,
                                  patch_trl_reload_sync, probe_batch, trainer_vllm_copy, use_server_transport)
-from .evaluate import evaluate_model
+from .evaluate import HELDOUT, evaluate_model
 from .rewards import REWARD_FUNCS, REWARD_WEIGHTS, weights_list, zero_signal_share
 
 # %% auto #0
-__all__ = ['STORY_RUNS', 'LEARNER', 'ENTROPY_LEVERS', 'IS_MODES', 'GRPO_PANELS', 'SUMMARY_KEYS', 'story_settings',
+__all__ = ['STORY_RUNS', 'LEARNER', 'ENTROPY_LEVERS', 'IS_MODES', 'ROLLOUTS', 'GRPO_PANELS', 'SUMMARY_KEYS', 'story_settings',
            'entropy_levers', 'GRPOSettings', 'grpo_config', 'recording_trainer_class', 'attach_rollout_copy',
            'join_rollouts', 'supersede', 'drop_superseded', 'EvalCallback', 'grpo_dataset', 'SyncPatches',
-           'trl_sync_patches', 'build_grpo_trainer', 'served_eval', 'train_grpo', 'join_rollout_parts', 'plot_grpo',
-           'grpo_summary', 'token_entropy', 'same_prompt_control']
+           'trl_sync_patches', 'build_grpo_trainer', 'served_eval', 'train_grpo', 'join_rollout_parts', 'row_settings',
+           'mark_heldout', 'run_row', 'plot_grpo', 'grpo_summary', 'token_entropy', 'same_prompt_control']
 
 # %% ../nbs/07_grpo.ipynb #ee264098
 STORY_RUNS = {   # label → (what it tries, `GRPOSettings` fields): chapter 07's runs, in the worklog's order
@@ -411,6 +411,50 @@ def join_rollout_parts(run_dir) -> Path|None:
     if not len(r): return None
     with atomic_path(Path(run_dir)/"rollouts.parquet") as tmp: r.to_parquet(tmp)
     return Path(run_dir)/"rollouts.parquet"
+
+# %% ../nbs/07_grpo.ipynb #16aa7e83
+ROLLOUTS = {   # name → `GRPOSettings` fields: how a row's rollouts were made and its weights synced
+    "vllm_bf16_unpatched": dict(rollout="colocate", transport="server", weights="bf16", sync_fix=False),
+    "vllm_fp32_unpatched": dict(rollout="colocate", transport="server", precision="fp32", sync_fix=False),
+    "vllm_fp32_fixed": dict(rollout="colocate", transport="server", precision="fp32", sync_fix=True),
+    "vllm_bf16_fixed": dict(rollout="colocate", transport="server", weights="bf16", sync_fix=True),
+    "no_vllm": dict(rollout="hf", precision="fp32"),
+}
+
+def row_settings(P, rollout: str, buffer: int|None = None, **kw) -> GRPOSettings:
+    "A row's settings: the preset's GRPO recipe, the rollout path `rollout` (`ROLLOUTS`), no evaluation on the way."
+    valid_choice("rollout", rollout, ROLLOUTS)
+    extra = dict(transport_buffer=buffer) if ROLLOUTS[rollout].get("transport") == "server" and buffer else {}
+    return GRPOSettings.from_preset(P, **(dict(eval_every=0) | ROLLOUTS[rollout] | extra | kw))
+
+# %% ../nbs/07_grpo.ipynb #8db463a7
+def mark_heldout(run_dir, res: dict) -> dict:
+    """Save the row's held-out figure under `evaluate.HELDOUT`: its served evaluation when it has a vLLM copy (as the
+    worklog measured), else the policy's own greedy one; that table."""
+    from mathworklog.files import atomic_path
+    name = "final-greedy-vllm" if res.get("final_eval_vllm") else "final-greedy"
+    ev = Path(run_dir)/"eval"
+    for ext in (".jsonl", ".table.json"):
+        with atomic_path(ev/f"{HELDOUT}{ext}") as tmp: shutil.copy(ev/f"{name}{ext}", tmp)
+    return json.loads((ev/f"{HELDOUT}.table.json").read_text()) | dict(scored=name)
+
+# %% ../nbs/07_grpo.ipynb #dfe10af2
+def run_row(label: str, start: str, records: list[dict], heldout: list[dict], S: GRPOSettings, preset: str,
+            parents: list|None = None) -> tuple:
+    "One row of the final table: GRPO from `start` in a process of its own, scored on `heldout`; (run, summary)."
+    from mathworklog.procs import launch
+    from mathworklog.runs import new_run, stop_if_nan
+    run = new_run("grpo", preset, params=S.to_dict() | dict(label=label, start=str(start), n_train=len(records)),
+                  parents=list(parents or []), base_model=str(start))
+    kw = dict(model_path=str(start), records=records, run_dir=str(run.path), settings=S.to_dict(),
+              eval_records=heldout)
+    res = stop_if_nan(run, launch("mathworklog.grpo:train_grpo", kw, apart=True, log=str(run.path/"train.log")))
+    h = mark_heldout(run.path, res)
+    summary = grpo_summary(run.path) | dict(label=label, start=str(start), steps=res["steps"], seconds=res["seconds"],
+                                            heldout_exact=h["exact"], heldout_format=h["format"], scored=h["scored"],
+                                            n_heldout=h["n_questions"], n_train=len(records))
+    run.update_meta(status="done", results=res, summary=summary)
+    return run, summary
 
 # %% ../nbs/07_grpo.ipynb #59f79caa
 GRPO_PANELS = [

@@ -16,10 +16,11 @@ from .settings import CHAPTERS, get_preset, ran_on
 from .runs import Run, find_runs, read_metrics
 from .worklog import WORKLOG_FIGURES, worklog_figure
 from .findings import Finding, findings_frame, paired_finding, trend_finding
+from .evaluate import HELDOUT
 
 # %% auto #0
-__all__ = ['ROWS', 'HELDOUT', 'LESSONS', 'Row', 'current_worklog_run', 'labelled', 'heldout_scores', 'staircase',
-           'plot_staircase', 'Lesson', 'lesson_finding', 'series_lessons', 'lessons', 'say_lesson', 'chapter_findings']
+__all__ = ['ROWS', 'LESSONS', 'Row', 'current_worklog_run', 'labelled', 'heldout_scores', 'staircase', 'plot_staircase', 'Lesson',
+           'lesson_finding', 'series_lessons', 'lessons', 'say_lesson', 'chapter_findings']
 
 # %% ../nbs/10_results.ipynb #b1c2d3e4
 @dataclass(frozen=True)
@@ -47,8 +48,6 @@ ROWS = (
 )  # in the order of the worklog's final table
 
 # %% ../nbs/10_results.ipynb #b4e5f607
-HELDOUT = "heldout-greedy"   # the evaluation every row's run saves: eval/heldout-greedy.jsonl and .table.json
-
 def current_worklog_run(preset: str = "tiny", root=None) -> str|None:
     "The whole-worklog run whose runs the results read: this process's, else the preset's newest finished one."
     if os.environ.get("MATHWORKLOG_WORKLOG_RUN"): return os.environ["MATHWORKLOG_WORKLOG_RUN"]
