@@ -186,16 +186,25 @@ def run_worklog(preset: str = "tiny", only: list | None = None, skip_results: bo
 # %% ../nbs/11_runner.ipynb #afc739d6
 def export_worklog(path, preset: str = "tiny") -> Path:
     """Write the newest finished worklog run to `path` (JSON): its chapter times, its findings, the staircase of its
-    rows and the versions it ran with (what the README quotes); its live sync experiment's `live_sync.json` beside."""
+    rows and the versions it ran with (what the README quotes); beside it the staircase as `staircase.png` and the
+    live sync experiment's JSON."""
     from mathworklog.files import atomic_write_text
     wl = find_runs("worklog", preset, status="done")[-1]
     m = wl.meta
-    live = [r for r in find_runs("sync", preset, status="done", worklog_run=wl.id)
-            if (r.path/"live_sync.json").exists()]
-    if live: atomic_write_text(Path(path).parent/"live_sync.json", (live[-1].path/"live_sync.json").read_text())
-    rows = staircase(preset, wl.id).reset_index(names="key").to_dict("records")
+    for r in find_runs("sync", preset, status="done", worklog_run=wl.id):
+        for f in ("live_sync.json", "live_sync_server.json"):
+            if (r.path/f).exists(): atomic_write_text(Path(path).parent/f, (r.path/f).read_text())
+    table = staircase(preset, wl.id)
+    if table.heldout_exact.notna().any():                # the README's figure, beside the JSON it is drawn from
+        import matplotlib.pyplot as plt
+        from mathworklog.files import atomic_path
+        fig = plot_staircase(table, f"test exact accuracy by run: {preset} ({wl.id}) beside the worklog")
+        with atomic_path(Path(path).with_name("staircase.png")) as tmp: fig.savefig(tmp, format="png", dpi=90,
+                                                                                   bbox_inches="tight")
+        plt.close(fig)
     d = dict(preset=preset, worklog_run=wl.id, created_at=m["created_at"], git_commit=m.get("git_commit"),
-             versions=m.get("versions"), **m["results"], findings=m.get("findings") or [], rows=rows)
+             versions=m.get("versions"), **m["results"], findings=m.get("findings") or [],
+             rows=table.reset_index(names="key").to_dict("records"))
     return atomic_write_text(path, json.dumps(d, indent=2, default=str) + "\n")
 
 # %% ../nbs/11_runner.ipynb #d9880a71
