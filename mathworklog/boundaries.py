@@ -50,6 +50,9 @@ BOUNDARIES = [
     Boundary("$MATHWORKLOG_WORKLOG", "variable", "worklog.worklog_path",
              "the published worklog's text, or its folder (unset: ../shared/worklog, else the checks skip)",
              {"missing": E, "unset, none beside the clone": "the checks skip"}),
+    Boundary("$MATHWORKLOG_WORKLOG_RUN", "variable", "chain.run_chapters sets it, runs.new_run records it, "
+             "results.current_worklog_run reads it", "the id of the whole-worklog run a chapter runs inside",
+             {"unset": "a chapter run alone: results read the newest finished worklog run"}),
     Boundary("$MATHWORKLOG_CHROMIUM", "tests", "tests/test_pages.py", "a Chromium binary (else `chromium` on PATH)",
              {"not an executable": E, "none anywhere": "the pages test skips, saying how to install one"}),
     Boundary("$MATHWORKLOG_SCREENSHOTS", "tests", "tests/test_pages.py", "a folder for the pages' screenshots", {}),

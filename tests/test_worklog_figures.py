@@ -6,7 +6,8 @@ from mathworklog.worklog import (WORKLOG_FIGURES, WORKLOG_FILE, beside, numbers_
                                  worklog_columns_ok, worklog_figure, worklog_path)
 
 ROOT = Path(__file__).resolve().parent.parent
-CHAPTERS = sorted((ROOT / "nbs").glob("0[2-9]*.ipynb")) + [ROOT / "nbs" / "10_results.ipynb"]
+from mathworklog.settings import CHAPTERS as _NAMES
+CHAPTERS = [ROOT / "nbs" / f"{c}.ipynb" for c in _NAMES]
 NO_TEXT = "the published worklog is not here: set MATHWORKLOG_WORKLOG, or put it in ../shared/worklog/"
 
 
