@@ -8,6 +8,7 @@ Docs: https://mathworklog.github.io/mathworklog/findings.html.md"""
 
 # %% ../nbs/01g_findings.ipynb #0d3e4f50
 from __future__ import annotations
+import re
 from dataclasses import asdict, dataclass, field
 import pandas as pd
 from .settings import CHAPTERS, valid, valid_choice
@@ -45,12 +46,16 @@ def worklog_side(f: Finding) -> str:
     "The worklog's figures behind a finding, as the figures table writes them."
     return "; ".join(f"{WORKLOG_FIGURES[k].what}: {worklog_text(k)}" for k in f.worklog_keys) or "—"
 
+def _tags(text: str) -> str:
+    "The answer format's tags as code, so that markdown does not read `<SOLUTION>` as HTML."
+    return re.sub(r"(?<!`)(</?[A-Za-z_]+>)(?!`)", r"`\1`", text)
+
 def say(f: Finding) -> str:
     "The finding as the chapter says it: the claim, the verdict, and for anything but 'holds' the reason."
-    if f.verdict == "holds": return f"**{f.claim}: holds here** ({f.ours}; worklog: {worklog_side(f)})."
+    if f.verdict == "holds": return _tags(f"**{f.claim}: holds here** ({f.ours}; worklog: {worklog_side(f)}).")
     word = {"partly": "holds only partly here", "does not hold": "does not hold here",
             "not run": "is not run here"}[f.verdict]
-    return f"**{f.claim}: {word}** ({f.ours}; worklog: {worklog_side(f)}). {f.reason}"
+    return _tags(f"**{f.claim}: {word}** ({f.ours}; worklog: {worklog_side(f)}). {f.reason}")
 
 # %% ../nbs/01g_findings.ipynb #a5b6c7d8
 def paired_finding(key: str, chapter: str, claim: str,
