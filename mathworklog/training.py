@@ -55,6 +55,7 @@ def load_policy(path, s: TrainSettings, **kw):
 def make_trainer(trainer_cls,              # a TRL trainer class: `SFTTrainer`, `DistillationTrainer`, `GRPOTrainer`, …
                  run_dir,                  # the run folder: its name is the run id
                  callbacks: list|None = None,   # the chapter's callbacks, before the metrics logger
+                 /,                        # positional only: a trainer's own `run_dir` (GRPO's) goes through `kw`
                  **kw):                    # the trainer's own arguments (model, args, datasets, …)
     "A trainer with the NaN guard, run stamp and metrics logger around the chapter's callbacks; (trainer, guard)."
     run_dir, guard = Path(run_dir), NaNGuard()
