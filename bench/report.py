@@ -123,18 +123,47 @@ def renders(json_name: str, writer: str):
     return functools.partial(_register, json_name, writer)
 
 
+GRPO_PATHS = ("trl_default", "vllm_colocate", "mathworklog")      # grpo_step.py's paths, the baseline first
+
+
+def _speedup(g: dict, v: str, p: str):
+    """Variant `v:p`'s speed-up over TRL's default path of its precision, as the run recorded it (measured in the same
+    run; an older JSON holds only `ratio_<p>`, mathworklog's); None where the run recorded none."""
+    if "speedup_vs_trl_default" in g:
+        return g["speedup_vs_trl_default"].get(f"{v}:{p}")
+    return 1.0 if v == "trl_default" and g.get(f"ratio_{p}") else g.get(f"ratio_{p}") if v == "mathworklog" else None
+
+
+def _gen_cell(r: dict) -> str:
+    "Generation seconds, with the weight sync inside them when the run timed it."
+    g = _num(r.get("generation_s"), "{:.2f}")
+    return g + (f" (sync {r['sync_s']:.3f})" if r.get("sync_s") is not None else "")
+
+
 @renders("grpo_step.json", "bench/grpo_step.py")
 def grpo_step_md(g: dict, folder: Path) -> list[str]:
-    "GRPO step time by rollout path and precision: s/step, its parts, peak memory, the sampler–trainer log-prob gap."
-    out = [_row("GRPO step, 16 × 8 × 256, LoRA r16", "s/step", "generation", "training", "peak GiB",
-                "sampler–trainer log-prob gap"), _rule(6)]
-    for v in ("trl_default", "vllm_colocate", "mathworklog"):
+    """GRPO step time by rollout path and precision: s/step, the speed-up over TRL's default path of the same run, the
+    step's parts, peak memory, the sampler–trainer log-prob gap; then where it ran and which path was fastest."""
+    sh = g.get("shape") or dict(prompts=16, gens=8, new=256)
+    out = [_row(f"GRPO step, {sh['prompts']} × {sh['gens']} × {sh['new']}, LoRA r16", "s/step", "× TRL default",
+                "generation (sync)", "log-probs", "training", "peak GiB", "sampler–trainer log-prob gap"), _rule(8)]
+    for v in GRPO_PATHS:
         for p in ("bf16", "fp32"):
             r = g.get(f"{v}:{p}", {})
             gap = (r.get("logprob_mismatch") or {}).get("mean")
-            out.append(_row(f"{v} ({p})", _num(r.get("step_s"), "{:.2f}"), _num(r.get("generation_s"), "{:.2f}"),
-                            _num(r.get("training_s"), "{:.2f}"), _num(r.get("peak_gib"), "{:.1f}"),
-                            _num(gap, "{:.4f}")))
+            out.append(_row(f"{v} ({p})", _num(r.get("step_s"), "{:.2f}"), _num(_speedup(g, v, p), "{:.2f}×"),
+                            _gen_cell(r), _num(r.get("logprobs_s"), "{:.2f}"), _num(r.get("training_s"), "{:.2f}"),
+                            _num(r.get("peak_gib"), "{:.1f}"),
+                            _num(gap, "{:.2e}") if gap is not None and gap < 1e-3 else _num(gap, "{:.4f}")))
+    if g.get("device") == "cpu":
+        first = next((r for r in g.values() if isinstance(r, dict) and "threads" in r), {})
+        rounds = g.get("rounds", 1)
+        out += ["", f"On the CPU ({g.get('cores', '?')} cores, {_num(first.get('threads'))} torch thread(s), preset "
+                    f"`{g.get('preset')}`, {sh.get('steps', '?')} steps a variant, step 1 left out"
+                    + (f", {rounds} rounds" if rounds > 1 else "") + f"; load average "
+                    f"{_num(g.get('load_average_at_start'), '{:.1f}')} at the start, "
+                    f"{_num(g.get('load_average_at_end'), '{:.1f}')} at the end; peak GiB: the worker's resident "
+                    f"memory): fastest `{g.get('fastest')}`."]
     return out + [""]
 
 
