@@ -33,7 +33,8 @@
 # bench:vllm_engines:--configs,1,4 times the presample through engines.GeneratorPool (N engines on the one GPU).
 # Each item's command sees its limit in $ITEM_LIMIT. Everything an item prints goes to $OUT/<item>.log; results (JSON, executed notebooks) to $OUT; a summary last.
 # GPU_RUN_PRESET (default gpu) is the preset every item runs with: tests/test_smoke_preset.py runs this script on a CPU with
-# GPU_RUN_PRESET=smoke (gpu's code path at tiny dims), so that the box's runner and its items cannot rot between leases.
+# GPU_RUN_PRESET=smoke (gpu's code path at tiny dims) and the learning start item, so that the runner and the gpu preset's
+# student cannot rot between leases; every bench script's own --preset tiny run is in tests/test_bench.py (marked bench).
 set -o pipefail
 FINAL=${OUT:-/tmp/out}; W=${GPU_RUN_WORK:-/tmp/work}; mkdir -p "$W" "$FINAL"; T0=$(date +%s); DEADLINE=${DEADLINE:-570}
 PRESET=${GPU_RUN_PRESET:-gpu}

@@ -20,10 +20,14 @@ over the later steps. The sampler/trainer log-prob gap (mean |log p_trainer - lo
 own `sampling/sampling_logp_difference/mean` for vLLM; for the `RolloutCopy`, the same measure on 8 prompts it samples
 after training; none for TRL's default path (the trainer samples itself). Ratios are against `trl_default` of the
 same precision, measured in the same run (`--rounds` > 1 repeats the set, in reverse order every other round, so a
-neighbour's load falls on every variant). Saves <out>/grpo_step.json after every variant (default out: bench/cpu on a
+neighbour's load falls on every variant; each ratio is also given round by round). Wall seconds and this process's CPU
+seconds (`*_cpu`: all its threads, vLLM's in-process engine included) are both kept: on a shared machine a neighbour's
+load stretches the wall clock, not the CPU time (`thread_cpu_s` shows which threads spent it: on a CPU every variant
+runs in its python thread alone, vLLM's in-process engine included). Saves <out>/grpo_step.json after every variant (default out: bench/cpu on a
 CPU), with the library versions, the thread count, the load average around every variant and its peak memory (on a
 GPU: allocated; on a CPU: the worker's peak resident memory)."""
 import os, statistics, sys, tempfile, time
+from pathlib import Path
 from _common import answer, args, one_result, preset_model, save, sync
 
 VARIANTS = ["trl_default:bf16", "vllm_colocate:bf16", "mathworklog:bf16",
@@ -37,16 +41,22 @@ def step_shape(a, P, gpu: bool) -> dict:
     return {k: getattr(a, k) or v for k, v in base.items()}
 
 
+def clocks() -> tuple:
+    "(wall seconds, this process's CPU seconds, all threads): a neighbour's load stretches the first, not the second."
+    return time.perf_counter(), time.process_time()
+
+
 def timer(obj, name, store, when=lambda: True):
-    "Wrap `obj.name` so that each call's wall time (device synchronised) is appended to `store` when `when()` holds."
+    """Wrap `obj.name` so that each call's (wall, CPU) seconds (device synchronised) are appended to `store` when
+    `when()` holds."""
     f = getattr(obj, name)
     def wrapped(*x, **k):
         if not when(): return f(*x, **k)
         sync()
-        t0 = time.perf_counter()
+        t0 = clocks()
         out = f(*x, **k)
         sync()
-        store.append(time.perf_counter() - t0)
+        store.append(tuple(b - a for a, b in zip(t0, clocks())))
         return out
     setattr(obj, name, wrapped)
 
@@ -80,10 +90,10 @@ def step_clock():
         def __init__(self): self.t, self.steps = None, []
         def on_step_begin(self, *x, **k):
             sync()
-            self.t = time.perf_counter()
+            self.t = clocks()
         def on_step_end(self, *x, **k):
             sync()
-            self.steps.append(time.perf_counter() - self.t)
+            self.steps.append(tuple(b - a for a, b in zip(self.t, clocks())))
     return Clock()
 
 
@@ -150,25 +160,45 @@ def run_variant(v, a):
                      if "sampling/sampling_logp_difference/mean" in h]
             gap = dict(mean=statistics.median(diffs), per_step=diffs,
                        source="TRL's sampling/sampling_logp_difference/mean (median over the steps)")
-    s = slice(1, None)                              # step 1 holds compilation and warm-up
-    med = lambda xs: statistics.median(xs[s]) if len(xs) > 1 else None
-    # log-probs are scored once a step (vLLM only), syncs once a step (the first before step 1)
-    step, g, r = med(clock.steps), med(gen), med(rew)
-    lp = med(lps) if lps else 0.0
-    return dict(step_s=step, generation_s=g, sync_s=med(syncs[-len(clock.steps):]) if syncs else None,
-                logprobs_s=lp, rewards_s=r, training_s=step - g - lp - r, first_step_s=clock.steps[0],
+    n = len(clock.steps)
+    # log-probs are scored once a step (vLLM only), syncs once a step (the RolloutCopy's once more for the gap): the
+    # first n of each
+    out = dict(parts(clock.steps, gen, lps[:n], rew, syncs[:n], 0), **{f"{k}_cpu": v for k, v in parts(
+        clock.steps, gen, lps[:n], rew, syncs[:n], 1).items()})
+    return dict(out, first_step_s=clock.steps[0][0],
                 peak_gib=torch.cuda.max_memory_allocated() / 2**30 if gpu else peak_rss_gib(),
                 peak_what="GPU memory allocated" if gpu else "the worker's peak resident memory",
-                all_steps_s=clock.steps,
-                all_generation_s=gen, all_logprobs_s=lps, all_sync_s=syncs,
+                all_steps_s=[w for w, _ in clock.steps], all_steps_cpu_s=[c for _, c in clock.steps],
+                all_generation_s=[w for w, _ in gen], all_logprobs_s=[w for w, _ in lps],
+                all_sync_s=[w for w, _ in syncs],
                 tokens_per_step=shape["prompts"] * shape["gens"] * shape["new"],
-                generation_tok_s=shape["prompts"] * shape["gens"] * shape["new"] / g,
+                generation_tok_s=shape["prompts"] * shape["gens"] * shape["new"] / out["generation_s"],
                 compiled_graphs=graphs, trainer_precision="bf16 autocast, fp32 weights" if prec == "bf16" else "fp32",
                 rollout_dtype=(f"{rollout_dtype} (vLLM)" if kind == "vllm_colocate" else
                                f"{rollout_dtype} (RolloutCopy)" if kind == "mathworklog" else
                                "the training model's"),
-                logprob_mismatch=gap, threads=threads, load_average_before=load0,
+                logprob_mismatch=gap, threads=threads, thread_cpu_s=thread_cpu(), load_average_before=load0,
                 load_average_after=os.getloadavg()[0])
+
+
+def parts(steps, gen, lps, rew, syncs, i: int) -> dict:
+    """Medians over the steps after the first (step 1 holds compilation and warm-up) of clock `i` (0: wall, 1: CPU):
+    the step, generation (the sync inside it also alone), log-probs, rewards, and training (the rest)."""
+    med = lambda xs: statistics.median(x[i] for x in xs[1:]) if len(xs) > 1 else None
+    step, g, r, lp = med(steps), med(gen), med(rew), med(lps) if lps else 0.0
+    return dict(step_s=step, generation_s=g, sync_s=med(syncs) if syncs else None, logprobs_s=lp, rewards_s=r,
+                training_s=step - g - lp - r)
+
+
+def thread_cpu() -> dict:
+    "CPU seconds of this process's threads by name (Linux: /proc/self/task), largest first; {} elsewhere."
+    out, tick = {}, os.sysconf("SC_CLK_TCK")
+    for t in Path("/proc/self/task").glob("*"):
+        try: stat = (t/"stat").read_text()
+        except OSError: continue
+        name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        out[name] = out.get(name, 0) + (int(rest[11]) + int(rest[12])) / tick      # utime + stime
+    return dict(sorted(((k, round(v, 2)) for k, v in out.items() if v), key=lambda kv: -kv[1]))
 
 
 def peak_rss_gib() -> float:
@@ -188,22 +218,30 @@ def median_of_rounds(runs: list) -> dict:
     out = dict(runs[0])
     if len(runs) == 1: return out
     for k in ("step_s", "generation_s", "logprobs_s", "rewards_s", "training_s", "sync_s"):
-        xs = [r[k] for r in runs if r.get(k) is not None]
-        out[k] = statistics.median(xs) if xs else None
-    out["rounds_step_s"] = [r["step_s"] for r in runs]
+        for k in (k, f"{k}_cpu"):
+            xs = [r[k] for r in runs if r.get(k) is not None]
+            out[k] = statistics.median(xs) if xs else None
+    out["rounds_step_s"], out["rounds_step_s_cpu"] = [r["step_s"] for r in runs], [r["step_s_cpu"] for r in runs]
     out["generation_tok_s"] = out["tokens_per_step"] / out["generation_s"]
     return out
 
 
 def ratios(res: dict, variants: list) -> dict:
-    "Each variant's speed-up over `trl_default` of its precision (baseline step time / its step time), and the best."
-    out = {}
+    """Each variant's speed-up over `trl_default` of its precision (the baseline's step time / its own), by wall clock and
+    by CPU time; by wall clock also round by round (the six back to back), with the median of those; and the fastest
+    variant by each clock."""
+    wall, cpu, rounds = {}, {}, {}
     for v in variants:
-        kind, prec = v.split(":")
-        b, r = res.get(f"trl_default:{prec}", {}), res.get(v, {})
-        if b.get("step_s") and r.get("step_s"): out[v] = b["step_s"] / r["step_s"]
+        b, r = res.get(f"trl_default:{v.split(':')[1]}", {}), res.get(v, {})
+        if not (b.get("step_s") and r.get("step_s")): continue
+        wall[v], cpu[v] = b["step_s"] / r["step_s"], b["step_s_cpu"] / r["step_s_cpu"]
+        rounds[v] = [x / y for x, y in zip(b.get("rounds_step_s") or [b["step_s"]],
+                                           r.get("rounds_step_s") or [r["step_s"]])]
     done = [v for v in variants if (res.get(v) or {}).get("step_s")]
-    return dict(speedup_vs_trl_default=out, fastest=min(done, key=lambda v: res[v]["step_s"]) if done else None)
+    fastest = lambda k: min(done, key=lambda v: res[v][k]) if done else None
+    return dict(speedup_vs_trl_default=wall, speedup_cpu_vs_trl_default=cpu, speedup_by_round=rounds,
+                speedup_median_of_rounds={v: statistics.median(x) for v, x in rounds.items()},
+                fastest=fastest("step_s"), fastest_cpu=fastest("step_s_cpu"))
 
 
 def main():
@@ -240,8 +278,10 @@ def main():
     res |= ratios(res, variants)
     res["load_average_at_end"] = os.getloadavg()[0]
     for v, x in res["speedup_vs_trl_default"].items():
-        print(f"{v}: {res[v]['step_s']:.3f} s/step, {x:.2f}x TRL's default path")
-    print("fastest:", res["fastest"])
+        print(f"{v}: {res[v]['step_s']:.3f} s/step ({x:.2f}x TRL's default path; by round "
+              f"{res['speedup_median_of_rounds'][v]:.2f}x), CPU {res[v]['step_s_cpu']:.3f} s/step "
+              f"({res['speedup_cpu_vs_trl_default'][v]:.2f}x)")
+    print("fastest:", res["fastest"], "by CPU time:", res["fastest_cpu"])
     save(a, "grpo_step", res, quiet=True)
 
 

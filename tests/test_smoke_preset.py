@@ -158,6 +158,7 @@ def test_grpo_chapter_path_through_colocated_vllm(smoke_world, tmp_path):
         assert m[k].notna().any(), (k, list(m.columns))
 
 
+@pytest.mark.bench                  # the HF path of train_grpo runs on every commit in tests/test_grpo.py (tiny preset)
 def test_grpo_chapter_path_without_vllm(smoke_world, tmp_path):
     "Chapter 07's learner on the smoke preset: the policy samples its own rollouts, evaluated every step and at the end."
     from mathworklog.grpo import LEARNER, story_settings, train_grpo
