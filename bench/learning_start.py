@@ -56,7 +56,7 @@ def start_folder(preset) -> str:
     return P.model if named else f"learning-start-{P.name}"
 
 def learning_start(out_dir, model_out, lr=3e-4, batch=32, max_steps=3000, every=150, budget_s=420, heldout=64,
-                   max_new_tokens=320, seed=0, preset="gpu", n_train=None):
+                   max_new_tokens=320, seed=0, preset="gpu", n_train=None, eval_n=8):
     from mathworklog.data import load_gsm8k, prepare, preset_tokenizer, require_gsm8k
     from mathworklog.files import atomic_write_text, cache_dir
     from mathworklog.models import model_path
@@ -73,8 +73,8 @@ def learning_start(out_dir, model_out, lr=3e-4, batch=32, max_steps=3000, every=
                   params=dict(lr=lr, batch=batch, max_steps=max_steps, heldout=heldout, seed=seed))
     cb = FormatCurve(tok, test, every, max_new_tokens, budget_s=budget_s)
     t0 = time.perf_counter()
-    res = train_sft(base, train, str(run.path), SFTSettings(steps=max_steps, lr=lr, batch=batch, seed=seed, eval_n=8),
-                    callbacks=[cb])
+    res = train_sft(base, train, str(run.path), SFTSettings(steps=max_steps, lr=lr, batch=batch, seed=seed,
+                                                            eval_n=eval_n), callbacks=[cb])
     secs = time.perf_counter() - t0
     out = dict(learning_start=dict(model=base, lr=lr, batch=batch, seed=seed, steps=res["steps"],
                                    seconds=round(secs, 1), reached_at_step=cb.reached,
@@ -110,7 +110,8 @@ if __name__ == "__main__":
     ap.add_argument("--n-train", type=int, default=None)
     ap.add_argument("--heldout", type=int, default=64)
     ap.add_argument("--max-new", type=int, default=320)
+    ap.add_argument("--eval-n", type=int, default=8, help="SFT examples whose loss is scored before and after")
     a = ap.parse_args()
     r = learning_start(a.out, a.model_out, a.lr, a.batch, a.max_steps, a.every, a.budget_s, a.heldout, a.max_new,
-                       a.seed, a.preset, a.n_train)
+                       a.seed, a.preset, a.n_train, a.eval_n)
     print(json.dumps(r["learning_start"], indent=2))

@@ -87,7 +87,8 @@ def test_hub_ids_without_the_hub_fail_with_the_librarys_errors(offline, tmp_path
 # ---------------------------------------------------------------------------------------------------------------------
 # The learning start through the box's runner, then chapter 07's library path from it
 
-LEARNING_START = "bench:learning_start:--max-steps,2,--every,2,--batch,2,--heldout,2,--max-new,8,--n-train,4@300"
+LEARNING_START = ("bench:learning_start:--max-steps,2,--every,2,--batch,2,--heldout,2,--max-new,8,--n-train,4,"
+                  "--eval-n,2@300")
 
 
 def smoke_env(tmp: Path) -> dict:
@@ -169,3 +170,23 @@ def test_grpo_chapter_path_without_vllm(smoke_world, tmp_path):
                    settings=story_settings(LEARNER, P, None).to_dict(), eval_records=test)
     assert (r["steps"], r["rollout"]) == (P.grpo_steps, "hf") and r["final_eval"]["n_questions"] == P.n_test, r
     assert r["model_dir"] and any(Path(r["model_dir"]).iterdir()), r                 # the run saved its model/
+
+
+@pytest.mark.bench
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_chapter_07_notebook_on_the_smoke_preset(smoke_world, tmp_path):
+    """`papermill nbs/07_grpo.ipynb -p preset smoke` from the learning start: the whole chapter, its five story runs
+    each in a process of its own (three through colocated vLLM), without an error (3.5 minutes on two busy cores)."""
+    pytest.importorskip("vllm")
+    pytest.importorskip("papermill")
+    out = tmp_path/"07_grpo.smoke.ipynb"
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}")
+    p = subprocess.run([sys.executable, "-m", "papermill", "-k", "python3", "--cwd", "nbs", "nbs/07_grpo.ipynb",
+                        str(out), "-p", "preset", "smoke"], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=1200)
+    assert p.returncode == 0, p.stderr[-3000:]
+    cells = json.loads(out.read_text())["cells"]
+    assert not [o for c in cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    from mathworklog.runs import find_runs
+    assert len(find_runs("grpo", "smoke")) >= 5
