@@ -127,7 +127,7 @@ def test_worker_cut_off_at_its_limit_dies_with_its_tree(tmp_path):
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Every bench script's --preset tiny run, on the CPU, small (issue 37, item 6): the JSON it writes, never its timings.
-# Marked `bench` (worker processes, vLLM engines: about 5 minutes in all on two busy cores); tools/test.sh runs them when
+# Marked `bench` (worker processes, vLLM engines: 6-8 minutes in all on two busy cores); tools/test.sh runs them when
 # MATHWORKLOG_TEST_BENCH=1, or `pytest -m bench tests/test_bench.py`.
 
 def run_bench(script: str, out: Path, *argv, timeout: int = 600) -> dict:
