@@ -22,6 +22,17 @@ def args(desc, **extra):
     return p.parse_args()
 
 
+def preset_model(preset: str) -> tuple:
+    """(tokenizer, model folder) a benchmark of `preset` runs on: the preset's own student over the preset's tokenizer
+    (`data.preset_tokenizer`: tiny reads the scale model's), except that a preset over Qwen2.5's vocabulary (gpu, full,
+    smoke) measures its random model of the preset's shape ('shaped'), which needs no learning start."""
+    from mathworklog.data import preset_tokenizer
+    from mathworklog.models import model_path
+    from mathworklog.settings import get_preset
+    P, tok = get_preset(preset), preset_tokenizer(preset)
+    return tok, model_path("shaped" if P.real_tokenizer else P.model, tok, preset)
+
+
 def device():
     "cuda when a GPU is visible, else cpu."
     import torch

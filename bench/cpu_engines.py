@@ -55,6 +55,9 @@ def main():
     ap.add_argument("--questions", type=int, default=128, help="presample shape: this many questions x the preset's k")
     ap.add_argument("--threads", type=int, default=int(os.environ.get("MATHWORKLOG_CPU_THREADS", "1")))
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--job-questions", type=int, default=None,
+                    help="the warm-up epilogue on this many test and training questions (default: the preset's "
+                    "n_test and n_train)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "cpu"))
     a = ap.parse_args()
     import torch
@@ -95,8 +98,10 @@ def main():
             g.close()
             release_vllm()
     res["versions"]["vllm"] = vllm.__version__
-    test = [render_prompt(tok, r["question"]) for r in load_gsm8k("test", n=P.n_test, preset=a.preset)]
-    train = [render_prompt(tok, r["question"]) for r in load_gsm8k("train", n=P.n_train, preset=a.preset)]
+    test = [render_prompt(tok, r["question"]) for r in load_gsm8k("test", n=a.job_questions or P.n_test,
+                                                                   preset=a.preset)]
+    train = [render_prompt(tok, r["question"]) for r in load_gsm8k("train", n=a.job_questions or P.n_train,
+                                                                    preset=a.preset)]
     load = lambda: AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()   # a fresh start: from disk
     jobs = {"hf_generate": lambda: HFGenerator(load(), tok, batch_size=P.gen_batch),     # the library's CPU HF default
             "hf_fast": lambda: HFGenerator(load(), tok, batch_size=P.gen_batch, fast=True),

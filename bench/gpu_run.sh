@@ -36,8 +36,13 @@
 # bench:stream_race (TRL only, no vLLM needed: fits the .v1 call) checks that the sync fixes no longer race the optimizer.
 # bench:vllm_engines:--configs,1,4 times the presample through engines.GeneratorPool (N engines on the one GPU).
 # Each item's command sees its limit in $ITEM_LIMIT. Everything an item prints goes to $OUT/<item>.log; results (JSON, executed notebooks) to $OUT; a summary last.
+# GPU_RUN_PRESET (default gpu) is the preset every item runs with: tests/test_smoke_preset.py runs this script on a CPU with
+# GPU_RUN_PRESET=smoke (gpu's code path at tiny dims) and the learning start item, so that the runner and the gpu preset's
+# student cannot rot between leases; every bench script's own --preset tiny run is in tests/test_bench.py (marked bench).
 set -o pipefail
 FINAL=${OUT:-/tmp/out}; W=${GPU_RUN_WORK:-/tmp/work}; mkdir -p "$W" "$FINAL"; T0=$(date +%s); DEADLINE=${DEADLINE:-570}
+PRESET=${GPU_RUN_PRESET:-gpu}
+smi() { command -v nvidia-smi >/dev/null 2>&1 || return 0; nvidia-smi "$@"; }   # a CPU machine (the smoke preset) has none
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd); cd "$root"
 export MATHWORKLOG_RUNS=${MATHWORKLOG_RUNS:-/tmp/runs} MATHWORKLOG_CACHE=${MATHWORKLOG_CACHE:-/tmp/mwl-cache} PYTHONUNBUFFERED=1 \
        NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 \
@@ -64,9 +69,9 @@ run() {
   local name=$1 limit=$2; shift 2
   local left=$(( DEADLINE - ($(date +%s) - T0) )); [ $left -lt 20 ] && { echo "$name skipped (deadline)" | tee -a "$W/summary.txt"; return; }
   [ $limit -gt $left ] && limit=$left
-  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$W/$name.mem" 2>/dev/null & local smi=$!
+  smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$W/$name.mem" 2>/dev/null & local sampler=$!
   local t=$(date +%s); ITEM_LIMIT=$limit timeout -k 10 $limit "$@" > "$W/$name.log" 2>&1; local rc=$?
-  kill $smi 2>/dev/null; local peak=$(sort -n "$W/$name.mem" 2>/dev/null | tail -1)
+  kill $sampler 2>/dev/null; local peak=$(sort -n "$W/$name.mem" 2>/dev/null | tail -1)
   echo "$name rc=$rc $(( $(date +%s) - t )) s peak-GPU ${peak:-?} MiB" | tee -a "$W/summary.txt"
   [ $rc -ne 0 ] && grep -v "Warning\|warnings.warn\|^\s*$" "$W/$name.log" | tail -12
   return 0
@@ -87,29 +92,29 @@ for item in "$@"; do
       { grep -E "^(PASSED|FAILED|ERROR|SKIPPED)|passed|failed|error" "$W/vllm-tests.log" | tail -15; cat "$W/versions.txt"; } > "$W/vllm_tests.txt"
       tail -3 "$W/vllm_tests.txt" ;;
     bench)
-      run "$what" ${LIMIT:-400} bash -c "cd bench && python3 $what.py --preset gpu --out $W ${args//,/ }"
+      run "$what" ${LIMIT:-400} bash -c "cd bench && python3 $what.py --preset $PRESET --out $W ${args//,/ }"
       grep -v "Warning\|warnings.warn" "$W/$what.log" | grep -E "tok/s|s/step|greedy|failed|x$|^vLLM" | cut -c1-300 ;;
     nb)
       params=(); IFS=, read -ra kv <<< "$args"; for p in "${kv[@]}"; do [ -n "$p" ] && params+=(-p "${p%%=*}" "${p#*=}"); done
-      run "$what" ${LIMIT:-300} python3 -m papermill -k python3 --cwd nbs "nbs/$what.ipynb" "$W/$what.gpu.ipynb" -p preset gpu "${params[@]}"
+      run "$what" ${LIMIT:-300} python3 -m papermill -k python3 --cwd nbs "nbs/$what.ipynb" "$W/$what.$PRESET.ipynb" -p preset "$PRESET" "${params[@]}"
       grep -E "^preset=|Error|error" "$W/$what.log" | head -5 ;;
     presample-full)
       [[ "$rest" == *vllm* ]] && { need_vllm presample-full || continue; }
-      run presample-full ${LIMIT:-300} python3 bench/presample_full.py --out "$W" --from-runs "$MATHWORKLOG_RUNS" ${rest//,/ }
+      run presample-full ${LIMIT:-300} python3 bench/presample_full.py --preset "$PRESET" --out "$W" --from-runs "$MATHWORKLOG_RUNS" ${rest//,/ }
       grep -E "^(presample|baseline)|tasks done" "$W/presample-full.log" | cut -c1-400 ;;
     sync-repro)
-      run sync-repro ${LIMIT:-200} python3 tools/repro_trl_lora_sync.py --model "$(python3 -c 'from mathworklog.models import load_tokenizer, model_path; print(model_path("shaped", load_tokenizer(preset="gpu"), "gpu"))')" ;;
+      run sync-repro ${LIMIT:-200} python3 tools/repro_trl_lora_sync.py --model "$(cd bench && python3 -c "from _common import preset_model; print(preset_model('$PRESET')[1])")" ;;
     live-sync)
       need_vllm live-sync || continue
-      run live-sync ${LIMIT:-560} python3 bench/live_sync.py --out "$W" ${what:+--arms ${what//,/ }} ${args//,/ } ;;
+      run live-sync ${LIMIT:-560} python3 bench/live_sync.py --preset "$PRESET" --out "$W" ${what:+--arms ${what//,/ }} ${args//,/ } ;;
     server-mode)
       need_vllm server-mode || continue
       [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ] || { echo "server-mode skipped: it needs 2 GPUs (one for the server)" | tee -a "$W/summary.txt"; continue; }
       run server-mode ${LIMIT:-560} env CUDA_VISIBLE_DEVICES=0 python3 -m accelerate.commands.launch --num_processes 1 \
-        --num_machines 1 --mixed_precision no --dynamo_backend no bench/server_mode.py --out "$W" --server-gpu 1 \
+        --num_machines 1 --mixed_precision no --dynamo_backend no bench/server_mode.py --preset "$PRESET" --out "$W" --server-gpu 1 \
         ${what:+--arms ${what//,/ }} ${args//,/ } --deadline $(( ${LIMIT:-560} - 60 ))
       grep -E "^ *(arm|fp32|bf16)|ratio|Error" "$W/server-mode.log" | cut -c1-300 ;;
     *) echo "unknown item $item" ;;
   esac
 done
-nvidia-smi --query-gpu=memory.used,memory.total --format=csv | tee -a "$W/summary.txt"
+smi --query-gpu=memory.used,memory.total --format=csv | tee -a "$W/summary.txt"

@@ -46,24 +46,35 @@ class FormatCurve(TrainerCallback):
         if r["format_check"] >= self.target[0] and r["tag_check"] >= self.target[1]: self.reached = state.global_step
         if self.reached or late: control.should_training_stop = True
 
+def start_folder(preset) -> str:
+    """The folder name the learning start of `preset` is saved under in the cache: the preset's `model` where that names
+    a folder (gpu: 'learning-start', smoke: 'learning-start-smoke'), else 'learning-start-<preset>'."""
+    from mathworklog.models import RANDOM_MODELS, SCALE_MODELS
+    from mathworklog.settings import get_preset
+    P = get_preset(preset)
+    named = "/" not in P.model and P.model not in (*SCALE_MODELS, *RANDOM_MODELS)
+    return P.model if named else f"learning-start-{P.name}"
+
 def learning_start(out_dir, model_out, lr=3e-4, batch=32, max_steps=3000, every=150, budget_s=420, heldout=64,
-                   max_new_tokens=320, seed=0, preset="gpu", n_train=None):
-    from mathworklog.data import load_gsm8k, prepare, require_gsm8k
+                   max_new_tokens=320, seed=0, preset="gpu", n_train=None, eval_n=8):
+    from mathworklog.data import load_gsm8k, prepare, preset_tokenizer, require_gsm8k
     from mathworklog.files import atomic_write_text, cache_dir
-    from mathworklog.models import load_tokenizer, model_path
+    from mathworklog.models import model_path
     from mathworklog.runs import new_run
+    from mathworklog.settings import get_preset
     from mathworklog.sft import SFTSettings, train_sft
-    model_out = Path(model_out) if model_out else cache_dir()/"learning-start"
-    tok = load_tokenizer(preset=preset)
-    base = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
+    model_out = Path(model_out) if model_out else cache_dir()/start_folder(preset)
+    # the preset's tokenizer; over Qwen2.5's vocabulary (gpu, smoke) the start is the random model of the preset's shape
+    tok = preset_tokenizer(preset)
+    base = model_path("shaped" if get_preset(preset).real_tokenizer else get_preset(preset).model, tok, preset)
     train, test = (prepare(load_gsm8k("train", n=n_train, preset=preset)),
                    prepare(load_gsm8k("test", n=heldout, preset=preset)))
     run = new_run("learning_start", preset, base_model=base, data_source=require_gsm8k(preset),
                   params=dict(lr=lr, batch=batch, max_steps=max_steps, heldout=heldout, seed=seed))
     cb = FormatCurve(tok, test, every, max_new_tokens, budget_s=budget_s)
     t0 = time.perf_counter()
-    res = train_sft(base, train, str(run.path), SFTSettings(steps=max_steps, lr=lr, batch=batch, seed=seed, eval_n=8),
-                    callbacks=[cb])
+    res = train_sft(base, train, str(run.path), SFTSettings(steps=max_steps, lr=lr, batch=batch, seed=seed,
+                                                            eval_n=eval_n), callbacks=[cb])
     secs = time.perf_counter() - t0
     out = dict(learning_start=dict(model=base, lr=lr, batch=batch, seed=seed, steps=res["steps"],
                                    seconds=round(secs, 1), reached_at_step=cb.reached,
@@ -86,19 +97,21 @@ def learning_start(out_dir, model_out, lr=3e-4, batch=32, max_steps=3000, every=
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/results"))
-    ap.add_argument("--model-out", default=None, help="default: the cache folder where the gpu preset's student is "
-                    "looked for (`models.model_path('learning-start')`: $MATHWORKLOG_CACHE/learning-start)")
+    ap.add_argument("--model-out", default=None, help="default: the cache folder where the preset's student is looked "
+                    "for (`start_folder`; gpu: `models.model_path('learning-start')`, $MATHWORKLOG_CACHE/learning-start)")
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--max-steps", type=int, default=3000)
     ap.add_argument("--every", type=int, default=150)
     ap.add_argument("--budget-s", type=float, default=420)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--preset", default="gpu", help="gpu: the 0.5B shape; tiny: a CPU smoke run")
+    ap.add_argument("--preset", default="gpu", help="gpu: the 0.5B shape; smoke: the same at TINY_DIMS on a CPU; tiny: "
+                    "from the scale model")
     ap.add_argument("--n-train", type=int, default=None)
     ap.add_argument("--heldout", type=int, default=64)
     ap.add_argument("--max-new", type=int, default=320)
+    ap.add_argument("--eval-n", type=int, default=8, help="SFT examples whose loss is scored before and after")
     a = ap.parse_args()
     r = learning_start(a.out, a.model_out, a.lr, a.batch, a.max_steps, a.every, a.budget_s, a.heldout, a.max_new,
-                       a.seed, a.preset, a.n_train)
+                       a.seed, a.preset, a.n_train, a.eval_n)
     print(json.dumps(r["learning_start"], indent=2))

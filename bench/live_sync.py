@@ -72,7 +72,8 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--preset", default="gpu",
                     help="gpu: the H200 experiment (the learning start, the 0.5B shape); tiny: chapter 08's CPU run")
-    ap.add_argument("--start", default=None, help="default: the learning start (gpu), else `sync.start_model(preset)`")
+    ap.add_argument("--start", default=None, help="default: `trace.start_model(preset)`, the preset's student (gpu: the "
+                    "learning start)")
     ap.add_argument("--arms", nargs="+", default=None,
                     help="arm names from sync.LIVE_ARMS, each optionally ARM/LR (its own learning rate)")
     ap.add_argument("--key", default="arms",
@@ -116,13 +117,10 @@ if __name__ == "__main__":
         answer(arm_worker, a.worker, a)
         sys.exit(0)
     from mathworklog.files import atomic_write_text
-    from mathworklog.models import model_path
     from mathworklog.settings import MissingResourceError
     from mathworklog.sync import LIVE_ARMS
-    from mathworklog.sync import matching_buffer, start_model
-    try:
-        a.start = a.start or (model_path("learning-start", preset="gpu") if a.preset == "gpu"
-                              else start_model(a.preset))
+    from mathworklog.trace import matching_buffer, start_model
+    try: a.start = a.start or start_model(a.preset)      # the preset's student: gpu's is the learning start
     except MissingResourceError as e: sys.exit(str(e))
     # chunk the start as vLLM's 1 GiB chunks the 0.5B
     if a.preset != "gpu" and not (a.buffer_mib or a.buffer_bytes):

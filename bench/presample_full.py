@@ -23,12 +23,11 @@ def worker(engine, tasks, new, preset, vllm_kw=None, engines=1):
     "One engine (or a `GeneratorPool` of `engines`), its tasks in order, in this process; sends each task's timings."
     talk = worker_pipe()
     import torch
+    from _common import preset_model
     from mathworklog.data import load_gsm8k, prepare, render_prompt
     from mathworklog.pool import make_generator
-    from mathworklog.models import load_tokenizer, model_path
     engines = engines if engine == "vllm" else 1          # a pool is of vLLM engines only
-    tok = load_tokenizer(preset=preset)
-    path = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
+    tok, path = preset_model(preset)
     t0 = time.perf_counter()
     g = make_generator(path, tok, engine, batch_size=512, dtype="bfloat16" if torch.cuda.is_available() else "float32",
                        workers=engines, **((vllm_kw or {}) if engine == "vllm" else {}))
@@ -97,12 +96,12 @@ def run_engine(engine, tasks, new, preset, limit, log, vllm_kw=None, engines=1):
     return res, (info[0] if info else None), dict(rc=w.rc, seconds=w.seconds, timed_out=w.timed_out,
                                                     limit_s=round(limit), tail=None if w.rc == 0 else w.tail(1500))
 
-def from_run(runs, chapter, backend="VLLMGenerator"):
-    "The newest run of `chapter` (gpu preset) whose generator was vLLM: its tokens, seconds and tokens/s."
+def from_run(runs, chapter, backend="VLLMGenerator", preset="gpu"):
+    "The newest run of `chapter` (of `preset`) whose generator was vLLM: its tokens, seconds and tokens/s."
     cands = []
     for m in Path(runs).glob(f"{chapter}-*/meta.json"):
         meta = json.loads(m.read_text())
-        if meta.get("preset") != "gpu": continue
+        if meta.get("preset") != preset: continue
         info = m.parent/("presample.json" if chapter == "presample" else "eval/greedy.table.json")
         if not info.exists(): continue
         t = json.loads(info.read_text())
@@ -131,7 +130,9 @@ if __name__ == "__main__":
     p.add_argument("--test-questions", type=int, default=0, help="baseline questions (0: all 1,319)")
     p.add_argument("--hf-questions", type=int, default=1024)
     p.add_argument("--seeded-questions", type=int, default=1024, help="vLLM presample subset with a seed per question")
-    p.add_argument("--vllm-kw", type=json.loads, default={"compilation_config": {"max_cudagraph_capture_size": 1024}})
+    p.add_argument("--vllm-kw", type=json.loads, default=None,
+                   help='vLLM LLM arguments (JSON); default on a GPU: {"compilation_config": '
+                        '{"max_cudagraph_capture_size": 1024}}, on a CPU none')
     p.add_argument("--budget", type=float,
                    default=float(os.environ["ITEM_LIMIT"]) - 20 if os.environ.get("ITEM_LIMIT") else 480,
                    help="seconds for all workers (default: gpu_run.sh's item limit less 20 s)")
@@ -149,6 +150,9 @@ if __name__ == "__main__":
         sys.exit(0)
     kill_workers_on_stop()                                       # TERM or INT: the running worker's tree dies with us
     from mathworklog.files import atomic_write_text
+    from mathworklog.settings import on_gpu
+    gpu = on_gpu()
+    if a.vllm_kw is None: a.vllm_kw = {"compilation_config": {"max_cudagraph_capture_size": 1024}} if gpu else {}
     T0 = time.perf_counter()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -156,15 +160,16 @@ if __name__ == "__main__":
     def save():
         atomic_write_text(out/"presample_full.json", json.dumps(res, indent=2))
     # the short tasks first: on the H200 the full vLLM presample ran past its limit in every lease so far
-    # (the request-seeded task is left out for a pool: engine seeds only)
+    # (the request-seeded task is left out for a pool, which has engine seeds only, and on a CPU, whose backend cannot
+    # seed a request of n > 1)
     plan = dict(vllm=[dict(task="baseline", n=a.test_questions, k=1), dict(task="presample", n=a.questions, k=8),
                       dict(task="presample", n=a.seeded_questions, k=8,
-                           request_seeds=True)][:2 if a.vllm_engines > 1 else 3],
+                           request_seeds=True)][:2 if a.vllm_engines > 1 or not gpu else 3],
                 hf=[dict(task="presample", n=a.hf_questions, k=8), dict(task="baseline", n=a.test_questions, k=1)])
     for engine in a.engines:
         tasks = plan[engine]
         if engine == "vllm" and a.from_runs:
-            got = {t: r for t in ("presample", "baseline") if (r := from_run(a.from_runs, t))}
+            got = {t: r for t in ("presample", "baseline") if (r := from_run(a.from_runs, t, preset=a.preset))}
             for t, r in got.items(): res[f"{t}_vllm"] = r
             tasks = [t for t in tasks if t["task"] not in got or t.get("request_seeds")]
         left = a.budget - (time.perf_counter() - T0)

@@ -13,11 +13,10 @@ from _common import answer, one_result
 def vllm_worker(mode, preset, batches, new):
     "vLLM's rows for one engine mode, in a fresh process (nothing has touched CUDA before the engine)."
     import torch
+    from _common import preset_model
     from mathworklog.data import load_gsm8k, render_prompt
     from mathworklog.generation import VLLMGenerator
-    from mathworklog.models import load_tokenizer, model_path
-    tok = load_tokenizer(preset=preset)
-    path = model_path("shaped" if preset == "gpu" else "tiny", tok, preset)
+    tok, path = preset_model(preset)
     prompts = [render_prompt(tok, q["question"]) for q in load_gsm8k("test", n=max(batches), preset=preset)]
     g = VLLMGenerator(path, tok, dtype="bfloat16", gpu_memory_utilization=0.5, max_model_len=2048)
     g.generate(prompts[:8], n=1, temperature=1.0, max_new_tokens=16, seed=0)                          # warm-up
@@ -62,19 +61,17 @@ if __name__ == "__main__" and "--vllm-worker" in sys.argv:    # a fresh process 
     sys.exit(0)
 import torch
 from transformers import AutoModelForCausalLM
-from _common import args, device, sync, timed, save
+from _common import args, device, preset_model, sync, timed, save
 from mathworklog.data import load_gsm8k, render_prompt
 from mathworklog.generation import HFGenerator, stop_ids, vllm_available
-from mathworklog.models import load_tokenizer, model_path
 
 a = args(__doc__, batches=dict(type=int, nargs="+", default=[64, 512]), new=dict(type=int, default=256),
          greedy_tokens=dict(type=int, default=64), profile_steps=dict(type=int, default=16),
          vllm_only=dict(action="store_true", help="only the vLLM rows; the HF rows (for the ratios) from --hf-from"),
          hf_from=dict(default=None, help="a rollout_throughput.json whose HF rows the vLLM rows are compared with"))
 dev = device()
-tok = load_tokenizer(preset=a.preset)
+tok, path = preset_model(a.preset)
 tok.padding_side = "left"
-path = model_path("shaped" if a.preset == "gpu" else "tiny", tok, a.preset)
 load = lambda dtype: AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(dev).eval()
 model = None if a.vllm_only else load(torch.bfloat16 if dev == "cuda" else torch.float32)
 prompts = [render_prompt(tok, q["question"]) for q in load_gsm8k("test", n=max(a.batches), preset=a.preset)]

@@ -26,10 +26,14 @@ TRL's own, the unordered clone fix inherited it, and the stream ordering ends it
 it out as the cause of the live freeze (here the unordered clone did not freeze); what is known is that the live clone
 arms, re-run stream-ordered, trained (fp32 trainer drift 0.0019 -> 0.0148 in 30 steps), also three at a time (peak 130
 GB against the first waves' 142 GB), so memory is not ruled out."""
-import argparse, json, os, time
+import argparse, contextlib, importlib.util, json, os, time
 from pathlib import Path
 os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")    # as the live arms ran
 import torch
+
+def vllm_here() -> bool:
+    "vLLM is importable (its producer is then the one driven)."
+    return importlib.util.find_spec("vllm") is not None
 
 def producer_pattern(items, buffer_size_bytes, num_buffers=2):
     "vLLM's packed producer's stream use: each chunk packed (and the iterator advanced) on its own side stream."
@@ -40,11 +44,13 @@ def producer_pattern(items, buffer_size_bytes, num_buffers=2):
             def broadcast(self, tensor, src=0, stream=None): self.last = tensor.clone()
         packed_nccl_broadcast_producer(iter(items), Sink(), 0, lambda it: it[1], buffer_size_bytes, num_buffers)
         return "vllm"
-    streams, hold, idx, it = [torch.cuda.Stream() for _ in range(num_buffers)], [None] * num_buffers, 0, iter(items)
+    cuda = torch.cuda.is_available()
+    streams = [torch.cuda.Stream() if cuda else NoStream() for _ in range(num_buffers)]
+    hold, idx, it = [None] * num_buffers, 0, iter(items)
     while True:
         streams[idx].synchronize()
         hold[idx] = None
-        with torch.cuda.stream(streams[idx]):
+        with torch.cuda.stream(streams[idx]) if cuda else contextlib.nullcontext():
             parts, total = [], 0
             for _, t in it:
                 parts.append(t.contiguous().view(torch.uint8).view(-1))
@@ -53,6 +59,10 @@ def producer_pattern(items, buffer_size_bytes, num_buffers=2):
             if not parts: return "mimic"
             hold[idx] = torch.cat(parts).clone()
             idx = (idx + 1) % num_buffers
+
+class NoStream:
+    "A CUDA stream's stand-in on the CPU, where everything runs in order (the smoke run: no race is possible there)."
+    def synchronize(self): pass
 
 def old_clone(orig):
     "The clone fix before 2026-12-04: clones on whatever stream the caller is on."
@@ -63,17 +73,16 @@ def old_clone(orig):
 
 def run(mode, a):
     from trl.generation.vllm_generation import VLLMGeneration
+    from _common import preset_model, sync
     from mathworklog.data import load_gsm8k, prepare
     from mathworklog.generation import token_logprobs
-    from mathworklog.models import load_tokenizer, model_path
-    from mathworklog.settings import seed_everything
+    from mathworklog.settings import pick_device, seed_everything
     from mathworklog.weights import SyncPatch, lora_model, patch_trl_lora_sync, probe_batch, trl_generation_for
     seed_everything(0)
-    tok = load_tokenizer(preset="gpu")
-    path = model_path("shaped", tok, "gpu")
+    tok, path = preset_model(a.preset)
     pm = lora_model(path, r=16, dtype=getattr(torch, a.dtype), scale=0.0)
-    ids, mask, keep = probe_batch(tok, prepare(load_gsm8k("test", n=8, preset="gpu")), max_tokens=64)
-    ids, mask = ids.cuda(), mask.cuda()
+    ids, mask, keep = probe_batch(tok, prepare(load_gsm8k("test", n=8, preset=a.preset)), max_tokens=64)
+    ids, mask = ids.to(pick_device()), mask.to(pick_device())
     opt = torch.optim.AdamW([p for p in pm.parameters() if p.requires_grad], lr=a.lr)
     g = trl_generation_for(pm)
     start = token_logprobs(pm, ids, mask, keep)
@@ -92,13 +101,13 @@ def run(mode, a):
             opt.step()
             opt.zero_grad()
             how = producer_pattern(g._iter_named_params(), a.buffer_mib << 20)
-            torch.cuda.synchronize()
+            sync()
             lp = token_logprobs(pm, ids, mask, keep)
             rows.append(dict(mode=mode, step=step, trainer_drift=float((lp - start).abs().sum() / n), transport=how))
             print(json.dumps(rows[-1]), flush=True)
     VLLMGeneration._iter_named_params = orig
     del pm, opt
-    torch.cuda.empty_cache()
+    if torch.cuda.is_available(): torch.cuda.empty_cache()
     return rows
 
 if __name__ == "__main__":
@@ -108,17 +117,19 @@ if __name__ == "__main__":
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     ap.add_argument("--buffer-mib", type=int, default=1024)
-    ap.add_argument("--preset", default="gpu", choices=["gpu"])
+    ap.add_argument("--preset", default="gpu", help="gpu: the 0.5B shape; tiny: a CPU smoke run of the code path (no "
+                    "streams on a CPU, so no race: it checks that the script runs)")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/results"))
     a = ap.parse_args()
-    if not torch.cuda.is_available():
-        raise SystemExit("stream_race.py needs a CUDA GPU: the race is between CUDA streams")
     from mathworklog.files import atomic_write_text
+    from mathworklog.weights import cpu_streams
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    res = dict(args=vars(a), rows=[])
+    # the race is between CUDA streams: on a CPU (vLLM's producer through `weights.cpu_streams`) this is a smoke run
+    res = dict(args=vars(a), rows=[], device=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu")
     for m in a.modes:
         t = time.perf_counter()
-        res["rows"] += run(m, a)
+        with contextlib.nullcontext() if torch.cuda.is_available() or not vllm_here() else cpu_streams():
+            res["rows"] += run(m, a)
         print(m, f"{time.perf_counter() - t:.1f} s", flush=True)
         atomic_write_text(out/"stream_race.json", json.dumps(res, indent=2))

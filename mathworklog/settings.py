@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass, field, fields
 warnings.filterwarnings("ignore", message="IProgress not found")
 
 # %% auto #0
-__all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'TINY_WORLD', 'TINY_LIVE', 'PRESETS', 'CHAPTERS', 'CHAPTER_NEEDS', 'CHAPTER_RUNS',
-           'ENGINES', 'LORA_RANK', 'SWITCH_ON', 'SWITCH_OFF', 'OPTIONAL', 'PRECISIONS', 'WEIGHTS', 'DTYPE_NAMES',
-           'Preset', 'get_preset', 'valid', 'valid_int', 'valid_number', 'valid_choice', 'valid_engine', 'Settings',
-           'lora_config', 'lora_scaling', 'BoundaryError', 'MissingResourceError', 'UnusableInputError',
+__all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'TINY_WORLD', 'TINY_LIVE', 'SMOKE_LIVE', 'PRESETS', 'CHAPTERS', 'CHAPTER_NEEDS',
+           'CHAPTER_RUNS', 'ENGINES', 'LORA_RANK', 'SWITCH_ON', 'SWITCH_OFF', 'OPTIONAL', 'PRECISIONS', 'WEIGHTS',
+           'DTYPE_NAMES', 'Preset', 'get_preset', 'valid', 'valid_int', 'valid_number', 'valid_choice', 'valid_engine',
+           'Settings', 'lora_config', 'lora_scaling', 'BoundaryError', 'MissingResourceError', 'UnusableInputError',
            'MissingDependencyError', 'PatchTargetError', 'fault', 'env_flag', 'env_int', 'dependency_error',
            'dependency_problem', 'require', 'on_gpu', 'pick_device', 'ran_on', 'precision_flags', 'dtype_name',
            'torch_dtype', 'seed_everything', 'cpu_threads', 'require_gpu', 'hub_reachable']
@@ -72,6 +72,9 @@ TINY_WORLD = dict(steps=(1, 3), max_operand=12, max_factor=4, ops="+-*/", max_va
 TINY_LIVE = dict(steps=20, prompts=4, gens=4, max_new_tokens=24, lr=1e-3, full_lr=1e-4, lr_schedule="constant",
                  probe_tokens=32, max_model_len=None, kv_cache_gib=None)
 
+SMOKE_LIVE = dict(steps=2, prompts=2, gens=2, max_new_tokens=8, lr=1e-3, full_lr=1e-4, lr_schedule="constant",
+                  probe_tokens=16, max_model_len=None, kv_cache_gib=None)
+
 PRESETS = {
     "tiny": Preset("tiny", model="tiny", teacher="tiny-teacher", n_train=600, n_test=500, k=8, max_new_tokens=80,
                    gen_batch=256, sft_steps=100, sft_lr=3e-3, sft_batch=16, opd_steps=60, opd_lr=3e-4, grpo_steps=60,
@@ -87,6 +90,11 @@ PRESETS = {
                    opd_steps=200, opd_lr=2e-6, grpo_steps=500, grpo_prompts=16, num_generations=8, lora_r=16,
                    eval_every=50, eval_k=8, save_every=50, workers=4, mystery_steps=300, needs_gpu=True,
                    real_tokenizer=True),
+    "smoke": Preset("smoke", model="learning-start-smoke", teacher="shaped-teacher", n_train=16, n_test=4, k=2,
+                    max_new_tokens=16, gen_batch=16, sft_steps=2, sft_lr=1e-3, sft_batch=2, opd_steps=1, opd_lr=1e-4,
+                    grpo_steps=2, grpo_prompts=2, num_generations=2, lora_r=8, eval_every=1, eval_k=1, save_every=1,
+                    tiny_dims=TINY_DIMS, grpo_lr=1e-4, grpo_max_new_tokens=8, mystery_steps=1, real_tokenizer=True,
+                    live=SMOKE_LIVE),
 }
 
 # %% ../nbs/00_settings.ipynb #5b55e2b5

@@ -123,3 +123,145 @@ def test_worker_cut_off_at_its_limit_dies_with_its_tree(tmp_path):
     grandchild = w.got("start")[0]["grandchild"]
     assert not pid_alive(w.owned.pid) and not pid_alive(grandchild)
     assert "hello from the worker" in (tmp_path/"worker.log").read_text()
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Every bench script's --preset tiny run, on the CPU, small (issue 37, item 6): the JSON it writes, never its timings.
+# Marked `bench` (worker processes, vLLM engines: 6-8 minutes in all on two busy cores); tools/test.sh runs them when
+# MATHWORKLOG_TEST_BENCH=1, or `pytest -m bench tests/test_bench.py`.
+
+def run_bench(script: str, out: Path, *argv, timeout: int = 600) -> dict:
+    "Run `bench/<script>.py --preset tiny --out OUT ARGV` as gpu_run.sh runs it (from bench/); the JSON it wrote."
+    import os, subprocess
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=f"{BENCH.parent}:{os.environ.get('PYTHONPATH', '')}")
+    p = subprocess.run([sys.executable, f"{script}.py", "--preset", "tiny", "--out", str(out), *map(str, argv)],
+                       cwd=BENCH, env=env, capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-4000:])
+    return {f.stem: json.loads(f.read_text()) for f in out.glob("*.json")}
+
+
+def needs_vllm(test):
+    "Marked `vllm`, and skipped where vLLM is not installed."
+    import importlib.util
+    return pytest.mark.vllm(pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
+                                               reason="vLLM is not installed")(test))
+
+
+@pytest.mark.bench
+@needs_vllm
+def test_grpo_step_tiny_three_paths(tmp_path):
+    """The three rollout paths in one run: TRL's default, TRL + colocated vLLM (the CPU backend), the library's
+    RolloutCopy; each step split, the sampler–trainer gap, the speed-up over TRL's default path of the same run."""
+    g = run_bench("grpo_step", tmp_path, "--steps", 2, "--prompts", 2, "--gens", 2, "--new", 8, "--variants",
+                  "trl_default:fp32", "vllm_colocate:fp32", "mathworklog:fp32")["grpo_step"]
+    paths = ("trl_default:fp32", "vllm_colocate:fp32", "mathworklog:fp32")
+    for v in paths:
+        r = g[v]
+        assert r["step_s"] > 0 and r["step_s_cpu"] > 0 and len(r["all_steps_s"]) == 2 and r["threads"] >= 1, (v, r)
+        for c in ("", "_cpu"):                                          # the parts add up to the step, by each clock
+            total = sum(r[f"{k}_s{c}"] for k in ("generation", "logprobs", "rewards", "training"))
+            assert abs(total - r[f"step_s{c}"]) < 1e-9, (v, c, r)
+    assert g["vllm_colocate:fp32"]["logprobs_s"] > 0 == g["mathworklog:fp32"]["logprobs_s"]    # vLLM's IS correction
+    for v in paths[1:]:                                                     # fp32 sampler and trainer agree
+        assert g[v]["logprob_mismatch"]["mean"] < 1e-3 and g[v]["sync_s"] is not None, g[v]
+    assert g["trl_default:fp32"]["logprob_mismatch"] is None
+    assert set(g["speedup_vs_trl_default"]) == set(g["speedup_cpu_vs_trl_default"]) == set(paths)
+    assert g["speedup_vs_trl_default"]["trl_default:fp32"] == 1 and {g["fastest"], g["fastest_cpu"]} <= set(paths)
+    assert g["shape"] == dict(prompts=2, gens=2, new=8, steps=2) and g["device"] == "cpu"
+    row = next(l for l in report.grpo_step_md(g, tmp_path) if l.startswith("| vllm_colocate (fp32) |"))
+    assert "not measured" not in row.split(" | ")[1], row                 # its s/step
+
+
+@pytest.mark.bench
+@needs_vllm
+def test_cpu_engines_tiny(tmp_path):
+    "HF generate, the fast path and vLLM's CPU backend at the tiny shapes, and the warm-up epilogue by each."
+    c = run_bench("cpu_engines", tmp_path, "--questions", 4, "--repeat", 1, "--job-questions", 4)["cpu_engines"]
+    assert set(c["engines"]) == {"hf_generate", "hf_fast", "vllm_cpu"} == set(c["warmup_job"])
+    assert all(e[s]["tokens_per_s"] > 0 for e in c["engines"].values() for s in ("grpo", "presample"))
+    assert c["fastest"]["warmup_job"] in c["engines"]
+
+
+@pytest.mark.bench
+def test_learning_start_tiny(tmp_path):
+    "The learning start from the tiny preset's student (gpu's and smoke's: tests/test_smoke_preset.py)."
+    import subprocess, os
+    env = dict(os.environ, HF_HUB_OFFLINE="1", MATHWORKLOG_CACHE=str(tmp_path/"cache"))
+    p = subprocess.run([sys.executable, "learning_start.py", "--preset", "tiny", "--out", str(tmp_path), "--max-steps", "2",
+                        "--every", "2", "--batch", "2", "--heldout", "2", "--max-new", "8", "--n-train", "8"],
+                       cwd=BENCH, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    ls = json.loads((tmp_path/"learning_start.json").read_text())["learning_start"]
+    assert ls["steps"] == 2 and Path(ls["model_dir"]) == tmp_path/"cache"/"learning-start-tiny", ls
+
+
+@pytest.mark.bench
+@needs_vllm
+def test_live_sync_tiny(tmp_path):
+    "One arm of chapter 08's live experiment from the tiny start, through TRL's colocated vLLM."
+    lv = run_bench("live_sync", tmp_path, "--arms", "fp32_unpatched", "--steps", 2)["live_sync"]
+    assert lv["arms"]["fp32_unpatched"]["steps"] == 2
+
+
+@pytest.mark.bench
+def test_logprob_memory_tiny(tmp_path):
+    "Per-token log-probs with backward: every method that ran agrees with the full logits."
+    m = run_bench("logprob_memory", tmp_path)["logprob_memory"]
+    assert m["full_fp32_logits"]["logp_rel_err"] == 0 and m["trl_chunked_recompute"]["logp_rel_err"] < 1e-5
+    assert all(r["grad_w_rel_err"] < 1e-4 for r in m.values() if isinstance(r, dict) and "grad_w_rel_err" in r)
+
+
+@pytest.mark.bench
+@needs_vllm
+def test_presample_full_tiny(tmp_path):
+    "Chapters 02 and 04's generation through vLLM and the HF fast path, each engine in a worker of its own."
+    p = run_bench("presample_full", tmp_path, "--new", 8, "--questions", 4, "--test-questions", 4, "--hf-questions", 4,
+                  "--budget", 400, "--hf-reserve", 150)["presample_full"]
+    for k in ("baseline_vllm", "presample_vllm", "presample_hf", "baseline_hf"):
+        assert p[k]["tokens"] > 0 and p[k]["questions"] == 4, (k, p.get(k))
+    assert p["workers"]["vllm"]["rc"] == p["workers"]["hf"]["rc"] == 0
+
+
+@pytest.mark.bench
+def test_rollout_throughput_tiny(tmp_path):
+    "Plain `generate` against the fast path; greedy outputs identical in fp32."
+    t = run_bench("rollout_throughput", tmp_path, "--batches", 4, "--new", 8, "--greedy_tokens", 8,
+                  "--profile_steps", 2)["rollout_throughput"]
+    assert t["batch_4"]["plain_tok_s"] > 0 and t["batch_4"]["fast_tok_s"] > 0 and t["greedy_identical_fp32"] == 1.0
+
+
+@pytest.mark.bench
+@needs_vllm
+def test_stream_race_tiny(tmp_path):
+    "TRL's sync through vLLM's producer on the CPU (no streams, so no race): the fixes agree with unpatched TRL."
+    rows = run_bench("stream_race", tmp_path, "--steps", 2, "--modes", "unpatched", "clone",
+                     "out_of_place")["stream_race"]["rows"]
+    by = {(r["mode"], r["step"]): r["trainer_drift"] for r in rows}
+    assert len(by) == 6 and all(r["transport"] == "vllm" for r in rows)
+    assert all(abs(by[("clone", s)] - by[("out_of_place", s)]) < 1e-5 for s in (1, 2)) and by[("clone", 2)] > 0
+
+
+@pytest.mark.bench
+def test_sync_leak_tiny(tmp_path):
+    "TRL's sync leaves no drift out of place; the bf16 merge and unmerge round the base weights."
+    s = run_bench("sync_leak", tmp_path, "--syncs", 2, "--dtypes", "bfloat16", "float32")["sync_leak"]
+    by = {(r["dtype"], r["mode"]): r["base_drift"] for r in s["rows"]}
+    assert by[("bfloat16", "out_of_place")] == by[("float32", "out_of_place")] == 0 < by[("bfloat16", "unpatched")]
+
+
+@pytest.mark.bench
+@needs_vllm
+def test_vllm_engines_tiny(tmp_path):
+    "A GeneratorPool of one vLLM engine (chapter 04's code path) samples the presample."
+    e = run_bench("vllm_engines", tmp_path, "--configs", 1, "--questions", 4, "--k", 2, "--new", 8)["vllm_engines"]
+    assert e["rows"][0]["tokens_per_s"] > 0 and e["rows"][0]["questions"] == 4 and e["preset"] == "tiny"
+
+
+def test_grpo_step_cpu_table_renders():
+    "The committed CPU GRPO step table: three paths, ratios against TRL's default path, the fastest named."
+    f = BENCH/"cpu"/"grpo_step.json"
+    if not f.exists(): pytest.skip("bench/cpu/grpo_step.json not written yet")
+    md = measured_markdown(BENCH/"cpu")
+    for v in ("trl_default", "vllm_colocate", "mathworklog"):
+        assert f"| {v} (fp32) |" in md and f"| {v} (bf16) |" in md
+    assert "× TRL default (CPU)" in md and "fastest `" in md

@@ -32,7 +32,14 @@ python tools/readme.py --check
 echo "== nbdev-test (every notebook, preset tiny)"
 nbdev-test --n-workers 2 --timing
 echo "== pytest"
-python -m pytest -q tests/ -m "not gpu" -p no:cacheprovider --durations=15 --ignore=tests/test_notebooks.py
+python -m pytest -q tests/ -m "not gpu and not bench" -p no:cacheprovider --durations=15 --ignore=tests/test_notebooks.py
+# the slower smoke runs, marked bench (every bench script's --preset tiny run in tests/test_bench.py, the smoke preset's
+# longer paths in tests/test_smoke_preset.py: worker processes and vLLM engines, 4-8 minutes on two busy cores): with
+# MATHWORKLOG_TEST_BENCH=1, or on their own: pytest -m bench tests/test_bench.py tests/test_smoke_preset.py
+if [ "${MATHWORKLOG_TEST_BENCH:-0}" = 1 ]; then
+  echo "== pytest: the slower smoke runs ($(( $(date +%s) - t0 )) s so far)"
+  python -m pytest -q tests/test_bench.py tests/test_smoke_preset.py -m bench -p no:cacheprovider --durations=12
+fi
 echo "== pytest: the main job's chapters (waits for it: $(( $(date +%s) - t0 )) s so far)"
 python -m pytest -q tests/test_notebooks.py -p no:cacheprovider --durations=5
 echo "total: $(( $(date +%s) - t0 )) s"
