@@ -16,10 +16,10 @@ from .settings import dependency_error, on_gpu, require, valid_engine
 from .models import load_model
 
 # %% auto #0
-__all__ = ['GROUPED_DECODE', 'CPU_VLLM_ENV', 'CPU_GENERATE_ENGINE', 'Generation', 'Generator', 'stop_ids', 'token_logprobs',
-           'HFGenerator', 'grouped_decode_sdpa', 'register_grouped_decode', 'grouped_decoding', 'StaticCaches',
-           'cache_kwarg', 'fast_config', 'fast_generate', 'vllm_available', 'cpu_vllm_env', 'context_length',
-           'VLLMGenerator', 'release_vllm', 'fd_to_file', 'start_llm', 'dtype_view', 'choose_engine']
+__all__ = ['GROUPED_DECODE', 'CPU_VLLM_ENV', 'CPU_GENERATE_ENGINE', 'CPU_ROLLOUT_ENGINE', 'Generation', 'Generator', 'stop_ids',
+           'token_logprobs', 'HFGenerator', 'grouped_decode_sdpa', 'register_grouped_decode', 'grouped_decoding',
+           'StaticCaches', 'cache_kwarg', 'fast_config', 'fast_generate', 'vllm_available', 'cpu_vllm_env',
+           'context_length', 'VLLMGenerator', 'release_vllm', 'fd_to_file', 'start_llm', 'dtype_view', 'choose_engine']
 
 # %% ../nbs/01a_generation.ipynb #e1faad11
 @dataclass
@@ -329,6 +329,7 @@ def dtype_view(path, dtype: str) -> str:
 
 # %% ../nbs/01a_generation.ipynb #faecc33b
 CPU_GENERATE_ENGINE = "vllm"   # measured: see `bench/cpu_engines.py` and the README's table
+CPU_ROLLOUT_ENGINE = "hf"      # measured: `bench/grpo_step.py` (HF rollouts from a `copies.RolloutCopy` were fastest)
 
 def choose_engine(use: str = "generate",       # 'generate' (evaluation, presampling) or 'rollout' (GRPO)
                   want: str = "auto",          # 'auto', or one of the names `settings.ENGINES[use]` lists
@@ -342,7 +343,7 @@ def choose_engine(use: str = "generate",       # 'generate' (evaluation, presamp
     has_vllm = vllm_available() if has_vllm is None else has_vllm
     if want == "auto":
         if not has_vllm: return "hf"
-        if use == "rollout": return "server" if n_gpus >= 2 else "colocate"
+        if use == "rollout": return "server" if n_gpus >= 2 else "colocate" if n_gpus == 1 else CPU_ROLLOUT_ENGINE
         return "vllm" if n_gpus >= 1 else CPU_GENERATE_ENGINE
     if want != "hf" and not has_vllm:
         raise dependency_error("vllm", f"is not installed, and the {use} engine {want!r} needs vLLM")

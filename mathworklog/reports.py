@@ -136,7 +136,7 @@ GRPO_PATHS = ("trl_default", "vllm_colocate", "mathworklog")      # grpo_step.py
 
 def _speedup(g: dict, v: str, p: str, clock: str = ""):
     """Variant `v:p`'s speed-up over TRL's default path of its precision, as the run recorded it (measured in the same
-    run; `clock` '_cpu': by CPU time; an older JSON holds only `ratio_<p>`, mathworklog's); None where it recorded none."""
+    run; `clock` '_cpu': by CPU time; an older JSON holds only mathworklog's `ratio_<p>`); None where it has none."""
     if "speedup_vs_trl_default" in g:
         return g.get(f"speedup{clock}_vs_trl_default", {}).get(f"{v}:{p}")
     if clock: return None
@@ -163,16 +163,17 @@ def _cpu_line(g: dict, sh: dict) -> str:
             f"`{g.get('preset')}`, {sh.get('steps', '?')} steps a variant in a fresh process, step 1 left out"
             + (f", {rounds} rounds in alternating order, medians" if rounds > 1 else "") + "; load average "
             f"{_num(g.get('load_average_at_start'), '{:.1f}')} at the start, "
-            f"{_num(g.get('load_average_at_end'), '{:.1f}')} at the end; CPU s: the worker's CPU time, all its threads; "
+            f"{_num(g.get('load_average_at_end'), '{:.1f}')} at the end; CPU s: the worker's CPU time, all its "
+            "threads; "
             f"peak GiB: its resident memory): fastest `{g.get('fastest')}` by the wall clock, "
             f"`{g.get('fastest_cpu')}` by CPU time.")
 
 # %% ../nbs/01h_reports.ipynb #d17ea91c
 @renders("grpo_step.json", "bench/grpo_step.py")
 def grpo_step_md(g: dict, folder: Path) -> list[str]:
-    """GRPO step time by rollout path and precision: s/step by the wall clock and by CPU time, each with its speed-up over
-    TRL's default path of the same run, the step's parts, peak memory, the sampler–trainer log-prob gap; on a CPU, where
-    it ran and which path was fastest."""
+    """GRPO step time by rollout path and precision: s/step by the wall clock and by CPU time, each with its speed-up
+    over TRL's default path of the same run, the step's parts, peak memory, the sampler–trainer log-prob gap; on a CPU,
+    where it ran and which path was fastest."""
     sh = g.get("shape") or dict(prompts=16, gens=8, new=256)
     cpu = any("step_s_cpu" in r for r in g.values() if isinstance(r, dict))     # the parts by CPU time where kept
     c = "_cpu" if cpu else ""
