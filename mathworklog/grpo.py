@@ -17,6 +17,7 @@ from transformers import TrainerCallback
 from .settings import (LORA_RANK, lora_config, on_gpu, seed_everything, valid, valid_choice, valid_engine,
                                   valid_int, valid_number)
 from .files import atomic_path
+from .rollouts import drop_superseded, grpo_summary, join_rollout_parts, supersede
 from .runs import NaNGuard, Run, checkpoint_step, latest_checkpoint, log_extra, read_metrics
 from .training import TrainSettings, finish_training, load_policy, make_trainer, trl_args
 from .models import model_tokenizer
@@ -29,11 +30,10 @@ from .evaluate import HELDOUT, evaluate_model
 from .rewards import REWARD_FUNCS, REWARD_WEIGHTS, weights_list, zero_signal_share
 
 # %% auto #0
-__all__ = ['STORY_RUNS', 'LEARNER', 'ENTROPY_LEVERS', 'IS_MODES', 'ROLLOUTS', 'GRPO_PANELS', 'SUMMARY_KEYS', 'story_settings',
-           'entropy_levers', 'GRPOSettings', 'grpo_config', 'recording_trainer_class', 'attach_rollout_copy',
-           'join_rollouts', 'supersede', 'drop_superseded', 'EvalCallback', 'grpo_dataset', 'SyncPatches',
-           'trl_sync_patches', 'build_grpo_trainer', 'served_eval', 'train_grpo', 'join_rollout_parts', 'row_settings',
-           'mark_heldout', 'run_row', 'plot_grpo', 'grpo_summary', 'token_entropy', 'same_prompt_control']
+__all__ = ['STORY_RUNS', 'LEARNER', 'ENTROPY_LEVERS', 'IS_MODES', 'ROLLOUTS', 'story_settings', 'entropy_levers', 'GRPOSettings',
+           'grpo_config', 'recording_trainer_class', 'attach_rollout_copy', 'EvalCallback', 'grpo_dataset',
+           'SyncPatches', 'trl_sync_patches', 'build_grpo_trainer', 'served_eval', 'train_grpo', 'row_settings',
+           'mark_heldout', 'run_row', 'token_entropy', 'same_prompt_control']
 
 # %% ../nbs/07_grpo.ipynb #ee264098
 STORY_RUNS = {   # label → (what it tries, `GRPOSettings` fields): chapter 07's runs, in the worklog's order
@@ -213,44 +213,6 @@ def attach_rollout_copy(trainer, dtype=None):
     trainer._generate_single_turn = _generate_single_turn
     return trainer.rollouts
 
-# %% ../nbs/07_grpo.ipynb #07378508
-_STEP_FILE = re.compile(r"step-0*([0-9]+)\.")
-
-def join_rollouts(run_dir, upto: int|None = None) -> pd.DataFrame:
-    "All rollout parts of a run as one table (only steps ≤ `upto` when given); it never deletes anything."
-    parts = sorted((Path(run_dir)/"rollouts").glob("step-*.parquet"))
-    if upto is not None: parts = [p for p in parts if int(_STEP_FILE.match(p.name).group(1)) <= upto]
-    return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True) if parts else pd.DataFrame()
-
-# %% ../nbs/07_grpo.ipynb #64a607b0
-def supersede(run_dir, step: int) -> list[Path]:
-    """On resume from `step`: rename what describes later steps (rollout parts, evaluations, the final evaluation,
-    model/) to `*.superseded`."""
-    run_dir, moved = Path(run_dir), []
-    cands = [
-        *(run_dir / "rollouts").glob("step-*.parquet"),
-        *(run_dir / "eval").glob("step-*"),
-        *(run_dir / "eval").glob("final-greedy.*"),
-        *[p for p in [run_dir / "model"] if p.exists()],
-    ]
-    for p in cands:
-        m = _STEP_FILE.match(p.name)
-        if p.suffix == ".superseded" or (m and int(m.group(1)) <= step):
-            continue
-        q = p.with_name(p.name + ".superseded")
-        if q.is_dir():
-            shutil.rmtree(q)
-        os.replace(p, q)
-        moved.append(q)
-    return moved
-
-# %% ../nbs/07_grpo.ipynb #025fe35d
-def drop_superseded(run_dir) -> int:
-    "Delete the `*.superseded` leftovers once the resumed run has written its own results; returns how many."
-    found = [p for d in ("rollouts", "eval", ".") for p in (Path(run_dir)/d).glob("*.superseded")]
-    for p in found: shutil.rmtree(p) if p.is_dir() else p.unlink()
-    return len(found)
-
 # %% ../nbs/07_grpo.ipynb #fdcf9ae7
 class EvalCallback(TrainerCallback):
     "Score the test questions every `eval_every` steps (k samples, T=1) and greedily at the end; never NaN weights."
@@ -404,14 +366,6 @@ def train_grpo(model_path: str, records: list[dict], run_dir: str,
     return out | dict(seconds=round(secs, 1), resumed_from=ckpt, final_eval=ev.final, start_eval_vllm=first,
                       final_eval_vllm=served, rollout=s.rollout, sync_fix=patched.has("_iter_named_params"))
 
-# %% ../nbs/07_grpo.ipynb #94bab220
-def join_rollout_parts(run_dir) -> Path|None:
-    "Join the rollout parts into `rollouts.parquet` (written atomically); its path, None when there are none."
-    r = join_rollouts(run_dir)
-    if not len(r): return None
-    with atomic_path(Path(run_dir)/"rollouts.parquet") as tmp: r.to_parquet(tmp)
-    return Path(run_dir)/"rollouts.parquet"
-
 # %% ../nbs/07_grpo.ipynb #16aa7e83
 ROLLOUTS = {   # name → `GRPOSettings` fields: how a row's rollouts were made and its weights synced
     "vllm_bf16_unpatched": dict(rollout="colocate", transport="server", weights="bf16", sync_fix=False),
@@ -455,77 +409,6 @@ def run_row(label: str, start: str, records: list[dict], heldout: list[dict], S:
                                             n_heldout=h["n_questions"], n_train=len(records))
     run.update_meta(status="done", results=res, summary=summary)
     return run, summary
-
-# %% ../nbs/07_grpo.ipynb #59f79caa
-GRPO_PANELS = [
-    ("reward", "reward (weighted, max 5.25)"),
-    ("rewards/exact_check/mean", "exact accuracy (train samples)"),
-    ("eval/exact", "exact accuracy (test, T=1)"),
-    ("entropy", "entropy"),
-    ("sampling/importance_sampling_ratio/mean", "importance-sampling ratio"),
-    ("sampling/sampling_logp_difference/mean", "trainer–vLLM log-prob mismatch"),
-    ("zero_signal/total", "zero-signal share (total)"),
-]
-
-
-def plot_grpo(run_dir, title: str = ""):
-    "The worklog's GRPO panels; a metric the run did not produce (no vLLM → no mismatch) is marked as absent."
-    import matplotlib.pyplot as plt
-
-    df = read_metrics(run_dir)
-    fig, axes = plt.subplots(2, 4, figsize=(15, 6))
-    axes = axes.ravel()
-    for ax, (k, label) in zip(axes, GRPO_PANELS):
-        if k in df and df[k].notna().any():
-            d = df[["step", k]].dropna()
-            ax.plot(d.step, d[k], "o-")
-        else:
-            ax.text(
-                0.5,
-                0.5,
-                "not logged in this run\n(vLLM rollouts only)" if "sampling" in k else "not logged",
-                ha="center",
-                va="center",
-                transform=ax.transAxes,
-            )
-        ax.set_title(label, fontsize=9)
-        ax.set_xlabel("step")
-    axes[-1].axis("off")
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig
-
-# %% ../nbs/07_grpo.ipynb #c1d52928
-SUMMARY_KEYS = {
-    "reward": "reward",
-    "exact": "rewards/exact_check/mean",
-    "correctness": "rewards/correctness_check/mean",
-    "format": "rewards/format_check/mean",
-    "entropy": "entropy",
-    "zero_signal": "zero_signal/total",
-    "length": "completions/mean_length",
-    "is_ratio": "sampling/importance_sampling_ratio/mean",
-    "mismatch": "sampling/sampling_logp_difference/mean",
-    "probe": "sync/mismatch",
-}
-
-
-def grpo_summary(run_dir, n: int | None = None) -> dict:
-    """Means over the first and the last `n` logged steps (default: a fifth of them, 1 to 20) of the series
-    `SUMMARY_KEYS` names: reward and its parts, entropy, zero-signal share, length, and the vLLM sync figures."""
-    df = read_metrics(run_dir)
-    df = df[df["reward"].notna()] if "reward" in df else df.iloc[:0]
-    if df.empty:
-        return dict(steps_logged=0)
-    n = n or max(1, min(20, len(df) // 5))
-    out = dict(steps_logged=len(df), summary_steps=n)
-    for k, col in SUMMARY_KEYS.items():
-        if col in df and df[col].notna().any():
-            v = df[col].dropna()
-            out[f"{k}_first"], out[f"{k}_last"] = round(float(v.iloc[:n].mean()), 4), round(
-                float(v.iloc[-n:].mean()), 4
-            )
-    return out
 
 # %% ../nbs/07_grpo.ipynb #8145d4a1
 def token_entropy(model, tokenizer, prompts: list[str], completions: list[str], batch: int = 64) -> float:

@@ -110,9 +110,7 @@ def test_notebooks_do_not_edit_sys_path():
 
 # The notebooks in the house style of fastcore's `01_basics`: every exported cell is followed by a sentence (markdown)
 # or a test, never directly by another exported cell. The chapters join this list as they are restyled.
-STYLED = ["00_settings", "00a_files", "00b_procs", "00c_runs", "00d_models", "00e_worklog", "00f_training", "00g_world",
-          "01_data", "01a_generation", "01b_pool", "01c_copies", "01d_weights", "01e_trace", "01f_boundaries",
-          "11_runner", "12_cli"]
+STYLED = sorted(p.stem for p in (ROOT/"nbs").glob("*.ipynb") if p.stem != "index")   # every notebook
 
 def exported(cell) -> bool:
     "Whether a cell is exported to the package (`#| export` or `#| exports`)."
