@@ -62,7 +62,7 @@ def story_settings(label: str, P, buffer: int | None = None, **kw) -> GRPOSettin
 # %% ../nbs/07_grpo.ipynb #99133f51
 ENTROPY_LEVERS = {"adaptive_entropy": dict(use_adaptive_entropy=True, entropy_target=0.30),
                   "clip_higher": dict(epsilon_high=0.28, num_iterations=2),
-                  "low_lr": dict(learning_rate=1e-5)}
+                  "low_lr": dict(lr_factor=1/3)}   # the worklog's 3e-5 → 1e-5, as a share of the run's own rate
 
 def entropy_levers(spec) -> list[str]:
     "The entropy levers asked for: None, one name, a list of names, or names joined by '+'."
@@ -140,7 +140,9 @@ def grpo_config(out_dir: str, s: GRPOSettings, server_host: str = "127.0.0.1", r
         use_vllm=rollout != "hf", vllm_mode="colocate" if rollout == "colocate" else "server",
         vllm_server_host=server_host, vllm_server_port=s.server_port,
         vllm_gpu_memory_utilization=s.gpu_memory_utilization, vllm_importance_sampling_mode=s.is_mode)
-    for lever in entropy_levers(s.entropy_lever): kw.update(ENTROPY_LEVERS[lever])
+    for lever in entropy_levers(s.entropy_lever):
+        kw.update({k: v for k, v in ENTROPY_LEVERS[lever].items() if k != "lr_factor"})
+        kw["learning_rate"] *= ENTROPY_LEVERS[lever].get("lr_factor", 1.0)
     return GRPOConfig(**(kw | overrides))
 
 # %% ../nbs/07_grpo.ipynb #3bee46ee
