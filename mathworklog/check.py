@@ -124,7 +124,8 @@ def check_sync(url: str, model: str,
                buffer_bytes: int|None = None,    # CPU transport: vLLM's packed buffer (None: its 1 GiB)
                device: str|None = None,          # the trainer side's device (None: CUDA when there is one)
                restore: bool = True,             # send the plain model back afterwards
-               lora: tuple = (8, 0)) -> dict:    # the random LoRA's (rank, seed), when no `adapter` is given
+               lora: tuple = (8, 0),             # the random LoRA's (rank, seed), when no `adapter` is given
+              ) -> dict:
     "Push one LoRA update through TRL's own client into the server at `url`; what the engine then applies."
     import torch
     from transformers import AutoTokenizer
