@@ -238,7 +238,8 @@ def after_warmup(run: Run, model, tokenizer,
                  s: SampleSettings,
                  trained_on=(),             # this warm-up's questions (records or idx): never in the RL set
                  start: Run|None = None,    # the run it started from: its warm-up questions are left out too
-                 before: dict|None = None) -> dict:  # `heldout_eval` of the starting model, for before/after
+                 before: dict|None = None,  # `heldout_eval` of the starting model, for the before/after figures
+                ) -> dict:
     "Evaluate `model` on the test questions, re-presample all of `train`, save the RL set; the figures."
     train, test = data
     exclude = {int(r["idx"]) if isinstance(r, dict) else int(r) for r in trained_on}
