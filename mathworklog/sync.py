@@ -179,7 +179,8 @@ def close_colocated_engine(trainer):
 # %% ../nbs/07a_live_sync.ipynb #659d17c4
 def live_arm(arm: str, start: str, s: LiveSettings, tokenizer, records, probe_records,
              callbacks=(),                     # more TrainerCallbacks (e.g. held-out scoring before and after)
-             deadline: float | None = None) -> dict:  # `time.time()` at which to stop, keeping the steps so far
+             deadline: float | None = None,    # `time.time()` at which to stop, keeping the steps so far
+            ) -> dict:
     "Train one arm of `LIVE_ARMS` from `start`: its series, noise tables, chunks, times, settings (bf16: survival)."
     dtype, lora, fix = LIVE_ARMS[arm]
     t0 = time.perf_counter()
@@ -343,7 +344,8 @@ def arm_figures(arms: dict) -> dict:
 
 # %% ../nbs/07a_live_sync.ipynb #c358c6f7
 def beside_sources(figures: dict,  # {where it ran: {table key: measured value}}
-                   keys) -> pd.DataFrame:  # the table keys, in order
+                   keys,  # the table keys, in order
+                  ) -> pd.DataFrame:
     "The worklog's figures `keys` with one measured column per entry of `figures`, the worklog's last."
     cols = [beside({k: v for k, v in f.items() if k in keys}, keys, label=f"measured ({where})")
             for where, f in figures.items()]
