@@ -65,6 +65,8 @@ def arrivals(url: str, merged: dict, base: dict, metadata: list|None = None,
 
 # %% ../nbs/01k_check.ipynb #5999adfa
 FUSED = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}  # vLLM's Qwen2, Llama
+
+# %% ../nbs/01k_check.ipynb #d6b90da0
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 # %% ../nbs/01k_check.ipynb #c403002b
@@ -87,6 +89,7 @@ PROBE_TEXTS = ("Natalia sold clips to 48 of her friends in April, and then she s
                "A robe takes 2 bolts of blue fiber and half that much white fiber. How many bolts in total?",
                "The answer is 72, because 48 + 24 = 72.")
 
+# %% ../nbs/01k_check.ipynb #173ab909
 def probe_ids(tokenizer, texts=PROBE_TEXTS):
     "A fixed probe: `texts` as left-padded token ids, their mask, and how many tokens to score (the shortest's)."
     import torch
@@ -108,6 +111,7 @@ def lora_over(model: str, dtype: str, adapter: str|None = None, r: int = 8, seed
     base = AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, dtype)).to(device)
     return PeftModel.from_pretrained(base, adapter)
 
+# %% ../nbs/01k_check.ipynb #fee3bb00
 def server_dtype(url: str) -> str:
     "The dtype the server's engine runs in ('float32', 'bfloat16', …), from its `/server_info`."
     info = http_json(f"{url}/server_info?config_format=json")["vllm_config"]
@@ -120,7 +124,8 @@ def check_sync(url: str, model: str,
                buffer_bytes: int|None = None,    # CPU transport: vLLM's packed buffer (None: its 1 GiB)
                device: str|None = None,          # the trainer side's device (None: CUDA when there is one)
                restore: bool = True,             # send the plain model back afterwards
-               lora: tuple = (8, 0)) -> dict:    # the random LoRA's (rank, seed), when no `adapter` is given
+               lora: tuple = (8, 0),             # the random LoRA's (rank, seed), when no `adapter` is given
+              ) -> dict:
     "Push one LoRA update through TRL's own client into the server at `url`; what the engine then applies."
     import torch
     from transformers import AutoTokenizer

@@ -17,6 +17,8 @@ __all__ = ['CRITERIA', 'CRITERIA_NAMES', 'SAMPLING', 'HELDOUT', 'MISPLACED', 'sc
 
 # %% ../nbs/02_baseline.ipynb #af15833a
 CRITERIA = ("lenient", "strict", "format", "exact")
+
+# %% ../nbs/02_baseline.ipynb #b522ade1
 CRITERIA_NAMES = {"lenient": "right number anywhere", "strict": "right number in <SOLUTION>",
                   "format": "exact tag format", "exact": "right answer + exact format"}
 
@@ -46,8 +48,11 @@ def summarize(df: pd.DataFrame) -> dict:
 
 # %% ../nbs/02_baseline.ipynb #9d1ae87e
 SAMPLING = dict(n=1, temperature=0.0, max_new_tokens=512, seed=0)   # greedy, one answer per question
+
+# %% ../nbs/02_baseline.ipynb #1dffe874
 HELDOUT = "heldout-greedy"   # the evaluation every row of the worklog's final table saves: eval/heldout-greedy.*
 
+# %% ../nbs/02_baseline.ipynb #c2a8cfaf
 def evaluate_model(generator, tokenizer, records: list[dict],
                    run=None,            # save the records and the table under `run/eval/`
                    name: str = "eval",  # the file names: `<name>.jsonl`, `<name>.table.json`
@@ -94,6 +99,7 @@ def compare_evals(tables: dict) -> pd.DataFrame:
 MISPLACED = ("on a #### line, no <SOLUTION> block", "<SOLUTION> holds a calculation, not a number",
              "<SOLUTION> holds another number", "<SOLUTION> opened, never closed", "last number, no <SOLUTION> block")
 
+# %% ../nbs/02_baseline.ipynb #213cadfc
 def misplaced(text: str, answer) -> str|None:
     "Where the right number stands in an answer that the lenient check passes and the strict one fails (`MISPLACED`)."
     g = grade(text, answer)

@@ -23,24 +23,14 @@ __all__ = ['SCORINGS', 'RL_SET', 'presample', 'bucket', 'bucket_table', 'buckets
            're_presample', 'bucket_frame', 'plot_buckets', 'load_split', 'load_rl_set', 'after_warmup']
 
 # %% ../nbs/04_presample.ipynb #890da7d6
-def presample(
-    generator,
-    tokenizer,
-    records: list[dict],
-    k: int = 8,
-    temperature: float = 1.0,
-    max_new_tokens: int = 512,
-    seed: int = 0,
-) -> pd.DataFrame:
+def presample(generator, tokenizer,
+              records: list[dict],         # `data.prepare` rows: idx, question, answer
+              k: int = 8,                  # samples per question
+              temperature: float = 1.0, max_new_tokens: int = 512, seed: int = 0) -> pd.DataFrame:
     "Sample k completions per question; count (and keep, per sample) the correct ones under strict and lenient scoring."
     t0 = time.perf_counter()
-    g = generator.generate(
-        [render_prompt(tokenizer, r["question"]) for r in records],
-        n=k,
-        temperature=temperature,
-        max_new_tokens=max_new_tokens,
-        seed=seed,
-    )
+    g = generator.generate([render_prompt(tokenizer, r["question"]) for r in records], n=k, temperature=temperature,
+                           max_new_tokens=max_new_tokens, seed=seed)
     rows = []
     for r, ts in zip(records, g.texts):
         cs = [grade(t, r["answer"]) for t in ts]
@@ -55,6 +45,7 @@ def presample(
 # %% ../nbs/04_presample.ipynb #47eb346c
 SCORINGS = ("strict", "lenient")
 
+# %% ../nbs/04_presample.ipynb #8a09de6a
 def bucket(correct: int, k: int) -> str:
     "'0/k', '1…k−1' or 'k/k'."
     return f"0/{k}" if correct == 0 else f"{k}/{k}" if correct == k else f"1…{k-1}"
@@ -64,12 +55,8 @@ def bucket_table(df: pd.DataFrame) -> pd.DataFrame:
     "Questions per bucket under strict and lenient scoring (each column adds up to the number of questions)."
     k = int(df.k.iloc[0])
     order = [f"0/{k}", f"1…{k-1}", f"{k}/{k}"]
-    return pd.DataFrame(
-        {
-            s: df[f"correct_{s}"].map(lambda c: bucket(c, k)).value_counts().reindex(order, fill_value=0)
-            for s in SCORINGS
-        }
-    )
+    return pd.DataFrame({s: df[f"correct_{s}"].map(lambda c: bucket(c, k)).value_counts().reindex(order, fill_value=0)
+                         for s in SCORINGS})
 
 # %% ../nbs/04_presample.ipynb #659f442b
 def buckets(df: pd.DataFrame) -> dict:
@@ -112,18 +99,13 @@ def split_for_rl(df: pd.DataFrame, records: list[dict], scoring: str = "lenient"
 # %% ../nbs/04_presample.ipynb #ca5ce353
 RL_SET = "rl_set.json"
 
-
+# %% ../nbs/04_presample.ipynb #ce869334
 def save_presample(run: Run, df: pd.DataFrame, name: str = "presample", **provenance) -> dict:
     """Write `<name>.parquet` (run id on every row) and `<name>.json` (provenance and bucket counts); atomic, never
     overwriting."""
     run.save_table(df, f"{name}.parquet")
-    info = dict(
-        run_id=run.id,
-        **provenance,
-        n_questions=len(df),
-        **{k: round(v, 2) for k, v in df.attrs.items()},
-        buckets=buckets(df),
-    )
+    info = dict(run_id=run.id, **provenance, n_questions=len(df), **{k: round(v, 2) for k, v in df.attrs.items()},
+                buckets=buckets(df))
     run.save_json(info, f"{name}.json")
     return info
 
@@ -132,19 +114,9 @@ def save_rl_set(run: Run, df: pd.DataFrame, exclude=(), scoring: str = "lenient"
     """Save `rl_set.json`: the RL set (`rl_idx` of `df` minus `exclude`), the warm-up idx it leaves out, and its
     table's name."""
     idx = rl_idx(df, scoring, exclude)
-    run.save_json(
-        dict(
-            run_id=run.id,
-            scoring=scoring,
-            k=int(df.k.iloc[0]),
-            presample=f"{name}.parquet",
-            n_presampled=len(df),
-            n_rl=len(idx),
-            idx=idx,
-            warmup_idx=sorted({int(i) for i in exclude}),
-        ),
-        RL_SET,
-    )
+    run.save_json(dict(run_id=run.id, scoring=scoring, k=int(df.k.iloc[0]), presample=f"{name}.parquet",
+                       n_presampled=len(df), n_rl=len(idx), idx=idx, warmup_idx=sorted({int(i) for i in exclude})),
+                  RL_SET)
     return idx
 
 # %% ../nbs/04_presample.ipynb #521ccfc1
@@ -207,51 +179,42 @@ def plot_buckets(tables: dict, title: str = ""):
     """Questions per bucket, strict and lenient in two panels, one bar per label (each a `bucket_table` or `buckets`
     dict)."""
     import matplotlib.pyplot as plt
-
     f = bucket_frame(tables)
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
     for ax, s in zip(axes, SCORINGS):
         d = f.xs(s, axis=1, level=1)
         d.plot.bar(ax=ax, rot=0, legend=False)
-        for c in ax.containers:
-            ax.bar_label(c, fontsize=8)
+        for c in ax.containers: ax.bar_label(c, fontsize=8)
         ax.set(title=f"{s} scoring", xlabel="correct samples of k", ylabel="questions")
-    if len(f.columns.levels[0]) > 1:
-        axes[1].legend(fontsize=8)
+    if len(f.columns.levels[0]) > 1: axes[1].legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
 
 # %% ../nbs/04_presample.ipynb #a7763de1
-def load_split(
-    run, records: list[dict], scoring: str | None = None, name: str = "presample"
-) -> tuple[list[dict], list[dict]]:
+def load_split(run, records: list[dict], scoring: str|None = None,
+               name: str = "presample") -> tuple[list[dict], list[dict]]:
     """(RL set, warm-up set) of `records` as a run left them: its saved RL set, and the rest of the questions it
     presampled."""
     run = resolve_run(run, "presample") if not isinstance(run, Run) else run
-    if run is None:
-        raise FileNotFoundError("No finished presample run: run nbs/04_presample.ipynb first.")
+    if run is None: raise FileNotFoundError("No finished presample run: run nbs/04_presample.ipynb first.")
     info = rl_set_info(run)
     if info is None:
         if run.meta.get("chapter") != "presample":
-            raise FileNotFoundError(
-                f"run {run.id} ({run.meta.get('chapter')}) has no {RL_SET}: it was made before warm-up runs "
-                f"saved their RL set. Run its chapter again, or pass a presample run."
-            )
+            raise FileNotFoundError(f"run {run.id} ({run.meta.get('chapter')}) has no {RL_SET}: it was made before "
+                                    f"warm-up runs saved their RL set. Run its chapter again, or pass a presample run.")
         df = pd.read_parquet(run.path / f"{name}.parquet")
         keep = set(rl_idx(df, scoring or "lenient"))
     else:
         if scoring not in (None, info["scoring"]):
-            raise ValueError(
-                f"run {run.id} chose its RL set under {info['scoring']} scoring, not {scoring}; pass scoring=None."
-            )
+            raise ValueError(f"run {run.id} chose its RL set under {info['scoring']} scoring, not {scoring}; "
+                             "pass scoring=None.")
         df = presample_table(run)
         keep = set(info["idx"])
     if missing := keep - {r["idx"] for r in records}:
-        raise ValueError(
-            f"run {run.id}'s RL set names {len(missing)} questions that are not among the {len(records)} records "
-            f"given (e.g. idx {min(missing)}): were they loaded with another preset's n_train?"
-        )
+        raise ValueError(f"run {run.id}'s RL set names {len(missing)} questions that are not among the "
+                         f"{len(records)} records given (e.g. idx {min(missing)}): were they loaded with another "
+                         "preset's n_train?")
     seen = set(df.idx.tolist())
     return [r for r in records if r["idx"] in keep], [r for r in records if r["idx"] in seen and r["idx"] not in keep]
 
@@ -261,16 +224,12 @@ def load_rl_set(run, records: list[dict], min_n: int = 0) -> list[dict]:
     on. One thinner than `min_n` is topped up, with a message, by questions no warm-up trained on (2·`min_n` in
     all)."""
     rl = load_split(run, records)[0]
-    if len(rl) >= min_n:
-        return rl
+    if len(rl) >= min_n: return rl
     run = resolve_run(run, "presample") if not isinstance(run, Run) else run
     seen = set((rl_set_info(run) or {}).get("warmup_idx", [])) | {r["idx"] for r in rl}
-    extra = [r for r in records if r["idx"] not in seen][: 2 * min_n - len(rl)]
-    print(
-        f"the RL set of {run.id} has {len(rl)} questions (< {min_n}, one step's prompts); adding {len(extra)} "
-        f"training questions "
-        f"no warm-up trained on"
-    )
+    extra = [r for r in records if r["idx"] not in seen][:2 * min_n - len(rl)]
+    print(f"the RL set of {run.id} has {len(rl)} questions (< {min_n}, one step's prompts); adding {len(extra)} "
+          f"training questions no warm-up trained on")
     return rl + extra
 
 # %% ../nbs/04_presample.ipynb #b487fef6

@@ -22,31 +22,36 @@ def _num(v, fmt="{:,.0f}"):
     "`v` formatted, or 'not measured' when the JSON has no such figure."
     return "not measured" if v is None else fmt.format(v)
 
+# %% ../nbs/01h_reports.ipynb #0f6df32a
 def _mean(xs):
     "The mean of `xs`, None when it is empty."
     return sum(xs) / len(xs) if xs else None
 
+# %% ../nbs/01h_reports.ipynb #ba4a62ef
 def _present(xs) -> list:
     "The values of a per-step series that were logged (steps a run missed are None)."
     return [x for x in xs or [] if x is not None]
 
+# %% ../nbs/01h_reports.ipynb #a50955d0
 def _at(s: dict, key: str, i: int):
     "Entry `i` of the series `key` of run `s`, None when the run has no such series."
     return (s.get(key) or [None])[i]
 
+# %% ../nbs/01h_reports.ipynb #bd3d350e
 def _row(*cells) -> str:
     "A Markdown table row."
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
+# %% ../nbs/01h_reports.ipynb #50a69cfb
+def _rule(n: int) -> str:
+    "The line under a Markdown table header of `n` columns."
+    return "|---" * n + "|"
+
+# %% ../nbs/01h_reports.ipynb #7653a8d5
 def _load(folder: Path, name: str) -> dict:
     "A bench JSON of `folder`, {} when the run did not write it."
     f = folder/name
     return json.loads(f.read_text()) if f.exists() else {}
-
-
-def _rule(n: int) -> str:
-    "The line under a Markdown table header of `n` columns."
-    return "|---" * n + "|"
 
 # %% ../nbs/01h_reports.ipynb #3b912418
 def _cohort(s: dict) -> str:
@@ -91,6 +96,9 @@ def grpo_part_gaps(runs: dict) -> list[dict]:
                              control_mean=_mean(_present(c[k])), gap_mean=g["gap_mean"], gap_se=g["gap_se"]))
     return rows
 
+# %% ../nbs/01h_reports.ipynb #c6688384
+HELDOUT = ("format_check", "exact", "mean_reward")          # the held-out greedy figures a run may carry (--heldout)
+
 # %% ../nbs/01h_reports.ipynb #95cc5677
 def grpo_learns_rows(runs: dict) -> list[dict]:
     """`live_sync.json`'s `grpo_learns` runs, one dict each: reward and entropy over the first and last 10 steps, and
@@ -113,9 +121,6 @@ def grpo_learns_rows(runs: dict) -> list[dict]:
         rows.append(row)
     return rows
 
-# %% ../nbs/01h_reports.ipynb #c6688384
-HELDOUT = ("format_check", "exact", "mean_reward")          # the held-out greedy figures a run may carry (--heldout)
-
 # %% ../nbs/01h_reports.ipynb #de23d71d
 RENDERERS = []                                    # (JSON file name, the bench script that writes it, its renderer)
 
@@ -133,7 +138,7 @@ def renders(json_name: str, writer: str):
 # %% ../nbs/01h_reports.ipynb #bdb29377
 GRPO_PATHS = ("trl_default", "vllm_colocate", "mathworklog")      # grpo_step.py's paths, the baseline first
 
-
+# %% ../nbs/01h_reports.ipynb #d1fdbbae
 def _speedup(g: dict, v: str, p: str, clock: str = ""):
     """Variant `v:p`'s speed-up over TRL's default path of its precision, as the run recorded it (measured in the same
     run; `clock` '_cpu': by CPU time; an older JSON holds only mathworklog's `ratio_<p>`); None where it has none."""
@@ -142,19 +147,19 @@ def _speedup(g: dict, v: str, p: str, clock: str = ""):
     if clock: return None
     return 1.0 if v == "trl_default" and g.get(f"ratio_{p}") else g.get(f"ratio_{p}") if v == "mathworklog" else None
 
-
+# %% ../nbs/01h_reports.ipynb #527d4c9d
 def _gen_cell(r: dict) -> str:
     "Generation seconds, with the weight sync inside them when the run timed it."
     g = _num(r.get("generation_s"), "{:.2f}")
     return g + (f" (sync {r['sync_s']:.3f})" if r.get("sync_s") is not None else "")
 
-
+# %% ../nbs/01h_reports.ipynb #ed1e182c
 def _gap_cell(r: dict) -> str:
     "The sampler–trainer log-prob gap, nats per sampled token (fp32 paths agree to 1e-7)."
     gap = (r.get("logprob_mismatch") or {}).get("mean")
     return _num(gap, "{:.1e}") if gap is not None and gap < 1e-3 else _num(gap, "{:.4f}")
 
-
+# %% ../nbs/01h_reports.ipynb #83c15be1
 def _cpu_line(g: dict, sh: dict) -> str:
     "Where a CPU run ran: cores, threads, steps, rounds, load, and the fastest path by each clock."
     first = next((r for r in g.values() if isinstance(r, dict) and "threads" in r), {})

@@ -26,17 +26,20 @@ __all__ = ['REWARD_FUNCS', 'REWARD_WEIGHTS', 'REWARD_MAX', 'MAX_TOTAL', 'ROLLOUT
 class MissingColumnError(ValueError):
     "A reward needs a dataset column the trainer did not pass: the training dataset lacks it."
 
+# %% ../nbs/03_rewards.ipynb #f5dd7f20
 def _missing_columns(name: str, missing: list) -> str:
     cols = " and ".join(f"`{c}`" for c in missing)
     return (f"{name} needs a {cols} column in the training dataset, and the trainer passed none: the dataset has no "
             f"{cols} column. Make the rows with `mathworklog.data.prepare(rows)`, which adds `prompt`, `answer` and "
             f"`steps` to GSM8K's question/answer rows, and keep those columns when building the dataset.")
 
+# %% ../nbs/03_rewards.ipynb #0d67e26a
 def _listed(v, n: int, nested: bool = False) -> list:
     "A column as one value per completion: a list as it is, a single value repeated."
     is_list = isinstance(v, (list, tuple)) and (not nested or not v or isinstance(v[0], (list, tuple, type(None))))
     return list(v) if is_list else [v] * n
 
+# %% ../nbs/03_rewards.ipynb #a82c331b
 def per_completion(score=None, *, needs: tuple = ()):
     """Turn `score(text, answer, steps) -> float` into a TRL reward function: no completion makes it raise; a missing
     `needs` column does."""
@@ -117,11 +120,18 @@ def solution_number_check(text, answer, steps):
 # %% ../nbs/03_rewards.ipynb #d39273db
 REWARD_FUNCS = [exact_check, correctness_check, lenient_correctness_check, format_check, tag_check, step_check,
                 solution_number_check]
+
+# %% ../nbs/03_rewards.ipynb #ebd0795c
 REWARD_WEIGHTS = {"exact_check": 2.0, "correctness_check": 1.0, "lenient_correctness_check": 0.5, "format_check": 0.5,
                   "tag_check": 1.0, "step_check": 0.5, "solution_number_check": 0.25}
+
+# %% ../nbs/03_rewards.ipynb #2e43caab
 REWARD_MAX = {f.__name__: (0.5 if f is tag_check else 1.0) for f in REWARD_FUNCS}
+
+# %% ../nbs/03_rewards.ipynb #815d9b2c
 MAX_TOTAL = sum(REWARD_WEIGHTS[k] * REWARD_MAX[k] for k in REWARD_WEIGHTS)
 
+# %% ../nbs/03_rewards.ipynb #0e4e4ea6
 def weights_list() -> list[float]:
     "The weights in `REWARD_FUNCS` order, as TRL's `reward_weights` wants them."
     return [REWARD_WEIGHTS[f.__name__] for f in REWARD_FUNCS]
@@ -142,26 +152,18 @@ def score_completions(completions: list, answers: list, steps: list|None = None)
     return df
 
 # %% ../nbs/03_rewards.ipynb #78d2e5f2
-def group_table(
-    rollouts: pd.DataFrame, correct: str = "correctness_check", spread: str = "total", tol: float = 1e-9
-) -> pd.DataFrame:
+def group_table(rollouts: pd.DataFrame, correct: str = "correctness_check", spread: str = "total",
+                tol: float = 1e-9) -> pd.DataFrame:
     """One row per group (a prompt's completions at one step): prompt, size `G`, how many are `correct`, the spread of
     `spread` (`correct` when the table has no such column) and of step_check, and whether it carries `signal`."""
     cols = ["step", "group", "prompt", "G", "correct", "reward_spread", "step_check_spread", "signal"]
-    if rollouts.empty:
-        return pd.DataFrame(columns=cols)
+    if rollouts.empty: return pd.DataFrame(columns=cols)
     spread = spread if spread in rollouts else correct
     r = rollouts.assign(is_correct=rollouts[correct] >= 1,
                         step_score=rollouts["step_check"] if "step_check" in rollouts else 0.0)
     t = r.groupby(["step", "group"], sort=True).agg(
-        prompt=("prompt", "first"),
-        G=("prompt", "size"),
-        correct=("is_correct", "sum"),
-        hi=(spread, "max"),
-        lo=(spread, "min"),
-        step_hi=("step_score", "max"),
-        step_lo=("step_score", "min"),
-    ).reset_index()
+        prompt=("prompt", "first"), G=("prompt", "size"), correct=("is_correct", "sum"), hi=(spread, "max"),
+        lo=(spread, "min"), step_hi=("step_score", "max"), step_lo=("step_score", "min")).reset_index()
     t["reward_spread"], t["step_check_spread"] = t.hi - t.lo, t.step_hi - t.step_lo
     t["signal"] = ((t.correct > 0) & (t.correct < t.G)) | (t.reward_spread > tol)
     return t[cols]
@@ -169,21 +171,18 @@ def group_table(
 # %% ../nbs/03_rewards.ipynb #8a6c337e
 ROLLOUT_SHARES = ("share_wrong", "share_wrong_without_solution", "groups_all_wrong", "groups_all_right", "n_groups")
 
+# %% ../nbs/03_rewards.ipynb #c246f3fa
 def rollout_shares(rollouts: pd.DataFrame, correct: str = "correctness_check") -> dict:
     """Share of completions that are wrong; of the *wrong* ones, the share without a `<SOLUTION>` block; shares of
     groups with none (0/G) and all (G/G) `correct`; the number of groups."""
-    if rollouts.empty:
-        return dict.fromkeys(ROLLOUT_SHARES)
+    if rollouts.empty: return dict.fromkeys(ROLLOUT_SHARES)
     wrong = rollouts[correct] < 1
     no_block = rollouts["completion"].map(lambda c: solution_text(completion_text(c)) is None)
     t = group_table(rollouts, correct)
-    return dict(
-        share_wrong=float(wrong.mean()),
-        share_wrong_without_solution=float((wrong & no_block).sum() / wrong.sum()) if wrong.any() else 0.0,
-        groups_all_wrong=float((t.correct == 0).mean()),
-        groups_all_right=float((t.correct == t.G).mean()),
-        n_groups=int(len(t)),
-    )
+    return dict(share_wrong=float(wrong.mean()),
+                share_wrong_without_solution=float((wrong & no_block).sum() / wrong.sum()) if wrong.any() else 0.0,
+                groups_all_wrong=float((t.correct == 0).mean()), groups_all_right=float((t.correct == t.G).mean()),
+                n_groups=int(len(t)))
 
 # %% ../nbs/03_rewards.ipynb #3886e370
 def group_advantages(rewards, group_size: int, scale: bool = True) -> np.ndarray:
@@ -227,10 +226,8 @@ def step_check_spread(rollouts: pd.DataFrame, correct: str = "correctness_check"
     still varies."""
     t = group_table(rollouts, correct)
     same = t[(t.correct == 0) | (t.correct == t.G)]
-    return dict(
-        equal_correctness_groups=float(len(same) / len(t)) if len(t) else None,
-        step_check_varies=float((same.step_check_spread > tol).mean()) if len(same) else None,
-    )
+    return dict(equal_correctness_groups=float(len(same) / len(t)) if len(t) else None,
+                step_check_varies=float((same.step_check_spread > tol).mean()) if len(same) else None)
 
 # %% ../nbs/03_rewards.ipynb #a1aefeb1
 def evidence_frame(rollouts: pd.DataFrame, correct: str = "correctness_check", label: str = "measured") -> pd.DataFrame:

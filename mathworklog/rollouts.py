@@ -17,9 +17,10 @@ from .runs import read_metrics
 __all__ = ['GRPO_PANELS', 'SUMMARY_KEYS', 'join_rollouts', 'supersede', 'drop_superseded', 'join_rollout_parts', 'plot_grpo',
            'grpo_summary']
 
-# %% ../nbs/01l_rollouts.ipynb #22547c02
+# %% ../nbs/01l_rollouts.ipynb #66f190de
 _STEP_FILE = re.compile(r"step-0*([0-9]+)\.")
 
+# %% ../nbs/01l_rollouts.ipynb #22547c02
 def join_rollouts(run_dir, upto: int|None = None) -> pd.DataFrame:
     "All rollout parts of a run as one table (only steps ≤ `upto` when given); it never deletes anything."
     parts = sorted((Path(run_dir)/"rollouts").glob("step-*.parquet"))

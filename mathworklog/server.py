@@ -46,6 +46,7 @@ class ServerSettings(Settings):
             raise ValueError(f"host={self.host!r} is not allowed: the server's development routes let anyone who "
                              "reaches it rewrite its weights; keep it on loopback, or pass public=True.")
 
+# %% ../nbs/01j_server.ipynb #3f7db49f
 class VLLMServer:
     "vLLM's own OpenAI server in a child process this one owns, on loopback, with the RL routes and a transfer engine."
     def __init__(self, model: str,
@@ -111,11 +112,13 @@ def healthy(self: VLLMServer) -> bool:
         with direct_opener().open(f"{self.url}/health", timeout=2) as r: return r.status == 200
     except OSError: return False
 
+# %% ../nbs/01j_server.ipynb #a1ca0b5c
 @patch
 def log_tail(self: VLLMServer, n: int = 40) -> str:
     "The last `n` lines of the server's log."
     return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:]) if self.log_path.exists() else ""
 
+# %% ../nbs/01j_server.ipynb #e66e0aa7
 @patch
 def running(self: VLLMServer) -> bool:
     "True while the server's leader process runs."
@@ -170,6 +173,7 @@ def stop(self: VLLMServer) -> bool:
         self._log = None
     return gone
 
+# %% ../nbs/01j_server.ipynb #11051607
 @patch
 def pids(self: VLLMServer) -> list[int]:
     "The server's live processes: its leader, the engine core, the workers, and what they started."
@@ -200,6 +204,7 @@ def listening_sockets(pids) -> list[tuple[str, int]]:
                     out.append((_proc_address(addr), int(port, 16)))
     return sorted(set(out))
 
+# %% ../nbs/01j_server.ipynb #64912367
 @patch
 def listening(self: VLLMServer) -> list[tuple[str, int]]:
     "(address, port) of every TCP socket the server's processes listen on."
@@ -246,6 +251,7 @@ def checksums(self: VLLMServer) -> dict:
     "vLLM's own `/weight_checker` checksums, by vLLM's names (on the CPU, repacked linear layers checksum as empty)."
     return checker_digests(self.url)
 
+# %% ../nbs/01j_server.ipynb #012fe219
 @patch
 def logprobs(self: VLLMServer, ids, mask, keep: int|None = None):
     "Teacher-forced log-probs of the last `keep` tokens of each row under the served weights (pads score 0)."
@@ -256,12 +262,14 @@ class ServerCopy:
     "The inference copy inside a vLLM server (an `engines.InferenceCopy`): log-probs over HTTP, `sync` by `sync_fn`."
     def __init__(self, url: str, sync_fn=None): self.url, self.sync_fn, self.model = url, sync_fn, None
 
+# %% ../nbs/01j_server.ipynb #213cffb2
 @patch
 def sync(self: ServerCopy):
     "Load the policy's current weights into the server (through `sync_fn`, which knows the policy)."
     if self.sync_fn is None: raise RuntimeError("this ServerCopy was made without a sync_fn: it cannot follow a policy")
     self.sync_fn()
 
+# %% ../nbs/01j_server.ipynb #3a8689db
 @patch
 def logprobs(self: ServerCopy, ids, mask, keep: int|None = None):
     "Teacher-forced log-probs of the last `keep` tokens under the server's weights (left-padded batch; pads score 0)."

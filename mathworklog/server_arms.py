@@ -85,7 +85,8 @@ def sync_trace(trainer, buffer_size_bytes: int) -> pd.DataFrame:
 def server_live_arm(arm: str, start: str, s: LiveSettings, data: tuple,   # (tokenizer, records, probe records)
                     server: VLLMServer|None = None,   # a running server in the arm's dtype (None: one for this arm)
                     callbacks=(),
-                    deadline: float|None = None) -> dict:  # `time.time()` at which to stop, keeping the steps so far
+                    deadline: float|None = None,      # `time.time()` at which to stop, keeping the steps so far
+                   ) -> dict:
     "`sync.live_arm` through a real server: the arm's series, noise tables, times, and the one-sync trace."
     dtype, lora, fix = LIVE_ARMS[arm]
     t0, own, trace = time.perf_counter(), server is None, None

@@ -30,26 +30,17 @@ __all__ = ['LIVE_ARMS', 'LIVE_LOG_KEYS', 'LIVE_GROWTH', 'LIVE_SERIES', 'LIVE_COL
            'arm_figures', 'beside_sources', 'live_sync_table', 'live_noise_table', 'live_gap']
 
 # %% ../nbs/07a_live_sync.ipynb #dd7ee7cf
-LIVE_ARMS = {
-    "fp32_unpatched": ("float32", True, None),
-    "fp32_patched": ("float32", True, "clone"),
-    "bf16_unpatched": ("bfloat16", True, None),
-    "bf16_patched": ("bfloat16", True, "clone"),
-    "bf16_out_of_place": ("bfloat16", True, "out_of_place"),
-    "fp32_full_ft": ("float32", False, None),
-}  # arm: (the trainer's and the engine's dtype, LoRA, sync fix)
+LIVE_ARMS = {"fp32_unpatched": ("float32", True, None), "fp32_patched": ("float32", True, "clone"),
+             "bf16_unpatched": ("bfloat16", True, None), "bf16_patched": ("bfloat16", True, "clone"),
+             "bf16_out_of_place": ("bfloat16", True, "out_of_place"),
+             "fp32_full_ft": ("float32", False, None)}  # arm: (the trainer's and the engine's dtype, LoRA, sync fix)
 
 # %% ../nbs/07a_live_sync.ipynb #67b43de9
-LIVE_LOG_KEYS = {
-    "sampling/sampling_logp_difference/mean": "sampling_logp_difference",
-    "sampling/importance_sampling_ratio/mean": "importance_sampling_ratio",
-    "sync/mismatch": "probe_mismatch",
-    "sync/trainer_drift": "trainer_drift",
-    "sync/inference_drift": "vllm_drift",
-    "reward": "reward",
-    "entropy": "entropy",
-    "zero_signal/total": "zero_signal",
-}  # TRL's (and the probe's) log key: the series' name
+LIVE_LOG_KEYS = {"sampling/sampling_logp_difference/mean": "sampling_logp_difference",
+                 "sampling/importance_sampling_ratio/mean": "importance_sampling_ratio",
+                 "sync/mismatch": "probe_mismatch", "sync/trainer_drift": "trainer_drift",
+                 "sync/inference_drift": "vllm_drift", "reward": "reward", "entropy": "entropy",
+                 "zero_signal/total": "zero_signal"}  # TRL's (and the probe's) log key: the series' name
 
 # %% ../nbs/07a_live_sync.ipynb #2ca90ecd
 @dataclass
@@ -188,7 +179,8 @@ def close_colocated_engine(trainer):
 # %% ../nbs/07a_live_sync.ipynb #659d17c4
 def live_arm(arm: str, start: str, s: LiveSettings, tokenizer, records, probe_records,
              callbacks=(),                     # more TrainerCallbacks (e.g. held-out scoring before and after)
-             deadline: float | None = None) -> dict:  # `time.time()` at which to stop, keeping the steps so far
+             deadline: float | None = None,    # `time.time()` at which to stop, keeping the steps so far
+            ) -> dict:
     "Train one arm of `LIVE_ARMS` from `start`: its series, noise tables, chunks, times, settings (bf16: survival)."
     dtype, lora, fix = LIVE_ARMS[arm]
     t0 = time.perf_counter()
@@ -256,13 +248,11 @@ def live_growth(path, key: str = "probe_mismatch") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 # %% ../nbs/07a_live_sync.ipynb #607884d7
-LIVE_SERIES = (
-    ("sampling_logp_difference", "TRL: |Δ log-prob| of the sampled tokens", "nats/token"),
-    ("importance_sampling_ratio", "TRL: importance-sampling ratio (mean)", "ratio"),
-    ("probe_mismatch", "probe: trainer vs vLLM, fixed tokens", "nats/token"),
-    ("trainer_drift", "probe: the trainer's drift from the start", "nats/token"),
-    ("vllm_drift", "probe: vLLM's drift from the start", "nats/token"),
-)  # (series, what it is, its unit)
+LIVE_SERIES = (("sampling_logp_difference", "TRL: |Δ log-prob| of the sampled tokens", "nats/token"),
+               ("importance_sampling_ratio", "TRL: importance-sampling ratio (mean)", "ratio"),
+               ("probe_mismatch", "probe: trainer vs vLLM, fixed tokens", "nats/token"),
+               ("trainer_drift", "probe: the trainer's drift from the start", "nats/token"),
+               ("vllm_drift", "probe: vLLM's drift from the start", "nats/token"))  # (series, what it is, its unit)
 
 # %% ../nbs/07a_live_sync.ipynb #7c504831
 def plot_live_sync(sources,                 # {label: path of a live_sync.json}, or one path; label: where it ran
@@ -302,12 +292,14 @@ def _at(ys: list, step: int):
     ys = [y for y in ys or [] if y is not None]
     return ys[min(step, len(ys)) - 1] if ys else None
 
+# %% ../nbs/07a_live_sync.ipynb #21b30aa0
 def _quarters(ys: list) -> tuple:
     "Mean of the first quarter of `ys` and of the last quarter (at least one value each)."
     ys = [y for y in ys or [] if y is not None]
     q = max(1, len(ys) // 4)
     return sum(ys[:q]) / q, sum(ys[-q:]) / q
 
+# %% ../nbs/07a_live_sync.ipynb #03ea7bf7
 def arm_figures(arms: dict) -> dict:
     "The worklog's live-run figures (table keys) measured on `arms`; keys whose arm or series is missing are left out."
     out = {}
@@ -352,7 +344,8 @@ def arm_figures(arms: dict) -> dict:
 
 # %% ../nbs/07a_live_sync.ipynb #c358c6f7
 def beside_sources(figures: dict,  # {where it ran: {table key: measured value}}
-                   keys) -> pd.DataFrame:  # the table keys, in order
+                   keys,  # the table keys, in order
+                  ) -> pd.DataFrame:
     "The worklog's figures `keys` with one measured column per entry of `figures`, the worklog's last."
     cols = [beside({k: v for k, v in f.items() if k in keys}, keys, label=f"measured ({where})")
             for where, f in figures.items()]
@@ -361,16 +354,10 @@ def beside_sources(figures: dict,  # {where it ran: {table key: measured value}}
     return out.join(cols[0][["worklog"]])
 
 # %% ../nbs/07a_live_sync.ipynb #882e926c
-LIVE_COLUMNS = (
-    "sampling_logp_difference",
-    "importance_sampling_ratio",
-    "probe_mismatch",
-    "trainer_drift",
-    "vllm_drift",
-    "reward",
-)
+LIVE_COLUMNS = ("sampling_logp_difference", "importance_sampling_ratio", "probe_mismatch", "trainer_drift",
+                "vllm_drift", "reward")
 
-
+# %% ../nbs/07a_live_sync.ipynb #45aa03fa
 def live_sync_table(path, steps=(1, 10, 20), label: str | None = None) -> pd.DataFrame:
     "Every arm of `live_sync.json` at `steps` and its last step: the sync figures, the reward (and `label`, if given)."
     arms, rows = json.loads(Path(path).read_text()).get("arms", {}), []
@@ -398,11 +385,8 @@ def live_gap(path, key: str = "sampling_logp_difference", fixes=("patched", "out
         u = (arms.get(f"{dt}_unpatched") or {}).get(key)
         for fix in fixes:
             f = (arms.get(f"{dt}_{fix}") or {}).get(key)
-            if u and f:
-                cols[f"{dt}: unpatched − {fix.replace('_', ' ')}"] = [
-                    a - b if a is not None and b is not None else None for a, b in zip(u, f)
-                ]
-    df = pd.DataFrame(
-        {k: pd.Series(v, index=range(1, len(v) + 1), dtype="float64") for k, v in cols.items()}
-    )  # arms of unequal length: NaN past the shorter
+            if u and f: cols[f"{dt}: unpatched − {fix.replace('_', ' ')}"] = [
+                a - b if a is not None and b is not None else None for a, b in zip(u, f)]
+    # arms of unequal length: NaN past the shorter
+    df = pd.DataFrame({k: pd.Series(v, index=range(1, len(v) + 1), dtype="float64") for k, v in cols.items()})
     return df.reindex(pd.RangeIndex(1, 1 + max(map(len, cols.values()), default=0), name="step"))

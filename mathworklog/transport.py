@@ -33,6 +33,7 @@ def direct_opener():
     "urllib without proxies: the server is on this machine, and a loopback request must never go through a proxy."
     return urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
+# %% ../nbs/01i_transport.ipynb #d55cea7c
 def http_json(url: str, payload: dict|None = None, timeout: float = 60.0):
     "GET `url` (POST `payload` as JSON when given) and decode its JSON answer; an HTTP error carries the server's text."
     data = None if payload is None else json.dumps(payload).encode()
@@ -71,6 +72,7 @@ def broadcast(self: GlooGroup, tensor, src: int = 0, stream=None):
     o.rootRank, o.rootTensor = src, 0
     self.pg.broadcast([tensor], o).wait()
 
+# %% ../nbs/01i_transport.ipynb #447cf188
 @patch
 def destroy(self: GlooGroup):
     "Close the group: its gloo sockets and the rendezvous store (what vLLM's engines call on shutdown)."
@@ -133,6 +135,7 @@ def gloo_engine_class():
 # %% ../nbs/01i_transport.ipynb #16b5c3ac
 GLOO = "gloo"   # the backend's name: `--weight-transfer-config '{"backend": "gloo"}'`
 
+# %% ../nbs/01i_transport.ipynb #e5b325f8
 def __getattr__(name):
     "`GlooWeightTransferEngine`, built on first use (vLLM's factory imports it by module and name)."
     if name == "GlooWeightTransferEngine": return gloo_engine_class()
@@ -149,6 +152,7 @@ def vllm_plugin():
 # %% ../nbs/01i_transport.ipynb #ea11e41b
 PLUGIN = "mathworklog.transport:vllm_plugin"
 
+# %% ../nbs/01i_transport.ipynb #82b038fa
 def plugin_installed() -> bool:
     "True when vLLM will find this package's plugin: its `vllm.general_plugins` entry point is installed."
     from importlib.metadata import entry_points
@@ -244,6 +248,7 @@ def client_refuses_cpu(cls=None) -> bool:
 # %% ../nbs/01i_transport.ipynb #2e41019b
 PACKING_BUFFER = 1 << 30   # vLLM's default packed buffer (DEFAULT_PACKED_BUFFER_SIZE_BYTES)
 
+# %% ../nbs/01i_transport.ipynb #f91063d2
 def packing_buffer_of(client) -> int:
     "The packed buffer a CPU client announces and packs with: its `packed_buffer_size_bytes`, else vLLM's 1 GiB."
     return int(getattr(client, "packed_buffer_size_bytes", None) or PACKING_BUFFER)
@@ -349,6 +354,7 @@ class ClientPatch:
     def __enter__(self): return self
     def __exit__(self, *exc): self.undo()
 
+# %% ../nbs/01i_transport.ipynb #042988a0
 @patch
 def undo(self: ClientPatch):
     "Put TRL's own methods back (once)."
