@@ -315,7 +315,8 @@ def launch(fn_spec: str,                  # `module:function`, importable in the
            env: dict|None = None,         # extra environment for the workers
            grace: float = 15.0,           # seconds between TERM and KILL if the launch must be stopped
            apart: bool = False,           # one process: in a child of its own instead of this one
-           log: str|None = None) -> dict: # the child's output to this file instead of printed as it comes
+           log: str|None = None,          # the child's output to this file instead of printed as it comes
+          ) -> dict:
     """Run `module:function(**kwargs)` in-process, in a child process (`apart`), or under `accelerate launch` when more
     than one process is asked for; its return value."""
     import torch
