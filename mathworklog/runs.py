@@ -104,7 +104,8 @@ def new_run(chapter: str,                   # letters, digits and '_': the first
             parents: list|None = None,      # ids of the runs it reads
             base_model: str|None = None,    # the model it starts from
             data_source: str|None = None,   # where its questions come from (`data.require_gsm8k`)
-            root: Path|None = None) -> Run: # where to make it (default `runs_root()`)
+            root: Path|None = None,         # where to make it (default `runs_root()`)
+           ) -> Run:
     "Create a fresh run folder `<chapter>-<UTC time>-<random>` and its meta.json."
     p = get_preset(preset)
     valid("chapter", chapter, lambda c: re.fullmatch(r"[A-Za-z0-9_]+", c), "a name of letters, digits and '_'")
@@ -120,7 +121,8 @@ def new_run(chapter: str,                   # letters, digits and '_': the first
 # %% ../nbs/00c_runs.ipynb #687693c3
 def find_runs(chapter: str|None = None, preset: str|None = None, root: Path|None = None,
               status: str|None = None,
-              worklog_run: str|None = None) -> list[Run]:   # only the runs made inside this whole-worklog run
+              worklog_run: str|None = None,   # only the runs made inside this whole-worklog run
+             ) -> list[Run]:
     "Runs under `root`, oldest first, filtered by chapter, preset, status and worklog run; malformed runs are skipped."
     out = []
     for p in sorted(Path(root or runs_root()).glob("*/meta.json")):
