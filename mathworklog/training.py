@@ -73,7 +73,8 @@ def loss_summary(trainer, guard: NaNGuard) -> dict:
 
 # %% ../nbs/00f_training.ipynb #8d3e4f50
 def finish_training(trainer, guard: NaNGuard, tokenizer, run_dir,
-                    after=None) -> dict:  # (trainer) -> dict of figures measured on a finite model, before the save
+                    after=None,  # (trainer) -> dict of figures measured on a finite model, before the save
+                   ) -> dict:
     "The end every run shares: check the weights, sum up the losses, and save `model/` unless the guard fired."
     guard.check_weights(trainer.model, trainer.state.global_step)
     out = dict(run_id=Path(run_dir).name, **loss_summary(trainer, guard), model_dir=None)
