@@ -41,7 +41,8 @@ def missing_upstream(stem: str, preset: str = "tiny", root=None) -> list[str]:
 
 # %% ../nbs/00h_chain.ipynb #3ac7d8e9
 def execute_chapter(stem: str, out: Path, preset: str, worklog_run: str|None = None,
-                    log: Path|None = None) -> float:   # the kernel's own output (warnings, progress): here, not shown
+                    log: Path|None = None,   # the kernel's own output (warnings, progress): here, not shown
+                   ) -> float:
     "One chapter notebook through papermill, in a process this one owns; its wall-clock seconds, or an error."
     nb = project_root()/"nbs"/f"{stem}.ipynb"
     log = Path(log or Path(out).with_suffix(".log"))
@@ -73,7 +74,8 @@ def ready(stem: str, done: set, todo: list[str]) -> bool:
 # %% ../nbs/00h_chain.ipynb #3e0b1c2d
 def run_chapters(stems: list[str], preset: str, wl: Run,
                  jobs: int = 1,            # chapters at once (their reads permitting)
-                 on_event=None) -> dict:   # called with ('start'|'end', stem, seconds so far, [stems still to run])
+                 on_event=None,            # called with ('start'|'end', stem, seconds so far, [stems still to run])
+                ) -> dict:
     "Execute `stems` into the run folder `wl` in an order their reads allow; per chapter, its seconds and its span."
     todo, times, spans, done, t0 = list(stems), {}, {}, set(), time.perf_counter()
     tell = on_event or (lambda *a: None)
