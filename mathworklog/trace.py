@@ -80,7 +80,8 @@ def matching_buffer(named_tensors) -> int:
 
 # %% ../nbs/01e_trace.ipynb #9f1ba3de
 def sync_into_engine(llm, model, buffer_size_bytes: int, metadata: list | None = None,
-                     prebuilt: bool = False) -> tuple[dict, list]:  # send a list built before the sync starts
+                     prebuilt: bool = False,  # send a list built before the sync starts
+                    ) -> tuple[dict, list]:
     "One sync of `model` into `llm`, as a server receives it: (a copy of what arrived, by name; each chunk's names)."
     got = {}
     meta = metadata or weight_metadata(trl_named_params(model))   # TRL announces the metadata before its first sync
@@ -142,7 +143,8 @@ SYNC_MODES = {None: "unpatched", "piecewise": "piecewise", "clone": "clone", "ou
 def engine_reproduction(path: str, tokenizer, dtype, buffer_size_bytes: int,
                         *probe,                                 # a `ProbeTokens`, or its ids, mask and keep
                         modes=(None, "clone", "out_of_place"),  # keys of `SYNC_MODES` (None: TRL unpatched)
-                        gap: float = 0.2) -> tuple[pd.DataFrame, pd.DataFrame]:  # `visible_adapter`'s
+                        gap: float = 0.2,                       # `visible_adapter`'s
+                       ) -> tuple[pd.DataFrame, pd.DataFrame]:
     "Sync a LoRA model over `path` into a fresh vLLM engine in each mode: (a row per mode, a row per mode and chunk)."
     probe = ProbeTokens(*(probe[0] if len(probe) == 1 else probe))
     ids, mask, keep = probe
