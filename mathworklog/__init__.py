@@ -22,6 +22,7 @@ Modules:
 - `mathworklog.rollouts`: Rollout parts joined, later steps set aside on resume, the worklog's panels and the first-and-last summary: what the chapters, the results table and the tests read from a GRPO run folder, with no trainer loaded.
 - `mathworklog.runner`: The whole worklog in one command: every chapter through papermill, two at a time where they do not read each other's runs, into one `worklog-…` run folder, then the executed chapters as HTML pages.
 - `mathworklog.runs`: A run is a folder: never reused, everything inside carries its id, nothing inside is ever half-written. The trainer callbacks every chapter shares: metrics, the NaN guard, the run stamp, saving, checkpoints.
+- `mathworklog.server`: A real `vllm serve` as a child process the library owns, on loopback, with the `gloo` weight transfer and the RL routes; what it serves, read back.
 - `mathworklog.server_arms`: Chapter 08's live experiment in the worklog's own setup: an unmodified `GRPOTrainer(vllm_mode="server")` syncing into a real vLLM server through TRL's client, on a CPU as on two GPUs, with the one-sync trace read back from the server.
 - `mathworklog.settings`: Presets as data, the chapter and engine names, checked parameters, the LoRA recipe, and the machine: device, precision, threads, seeds.
 - `mathworklog.sft`: Supervised fine-tuning on the questions presampling took away from RL, their references rewritten into the tag format: eager attention, fp32 master weights, and a guard that stops at the first NaN.

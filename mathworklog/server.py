@@ -1,4 +1,5 @@
-"""A real `vllm serve` as a child process the library owns, on loopback, with the `gloo` weight transfer and the RL routes; what it serves, read back.
+"""A real `vllm serve` as a child process the library owns, on loopback, with the `gloo` weight transfer and the RL
+routes; what it serves, read back.
 
 Docs: https://mathworklog.github.io/mathworklog/server.html.md"""
 
@@ -259,7 +260,7 @@ def logprobs(self: VLLMServer, ids, mask, keep: int|None = None):
 
 # %% ../nbs/01j_server.ipynb #2c07ab35
 class ServerCopy:
-    "The inference copy inside a vLLM server (an `engines.InferenceCopy`): log-probs over HTTP, `sync` by `sync_fn`."
+    "The inference copy inside a vLLM server (a `copies.InferenceCopy`): log-probs over HTTP, `sync` by `sync_fn`."
     def __init__(self, url: str, sync_fn=None): self.url, self.sync_fn, self.model = url, sync_fn, None
 
 # %% ../nbs/01j_server.ipynb #213cffb2
