@@ -1,4 +1,5 @@
-"""The check every GRPO + LoRA + vLLM-server user should run first: one LoRA update pushed through TRL's own client into a running server, and which tensors arrived (`mathworklog-check-sync`).
+"""The check every GRPO + LoRA + vLLM-server user should run first: one LoRA update pushed through TRL's own client into
+a running server, and which tensors arrived (`mathworklog-check-sync`).
 
 Docs: https://mathworklog.github.io/mathworklog/check.html.md"""
 
