@@ -288,8 +288,7 @@ def plot_live_sync(sources,                 # {label: path of a live_sync.json},
 
 # %% ../nbs/07a_live_sync.ipynb #a1e37c4a
 def _at(ys: list, step: int):
-    "The value at `step` (1-based), or the last one when the series is shorter."
-    ys = [y for y in ys or [] if y is not None]
+    "The value at `step` (1-based; None if that step logged nothing), or the last step's when the series is shorter."
     return ys[min(step, len(ys)) - 1] if ys else None
 
 # %% ../nbs/07a_live_sync.ipynb #21b30aa0
@@ -310,14 +309,13 @@ def arm_figures(arms: dict) -> dict:
         d, n = a["sampling_logp_difference"], a.get("steps") or len(a["sampling_logp_difference"])
         out |= dict(full_ft_lr=a.get("lr"), full_ft_is_ratio=sum(a["importance_sampling_ratio"]) / n,
                     full_ft_mismatch=tuple((s, _at(d, s)) for s in (1, 10, 20) if s <= n))
-        if a.get("trainer_drift"):
-            moved = _at(a["trainer_drift"], n)
-            out |= dict(full_ft_moved=moved, full_ft_moved_ratio=moved / _at(d, n))
+        moved, last = _at(a.get("trainer_drift"), n), _at(d, n)
+        if None not in (moved, last): out |= dict(full_ft_moved=moved, full_ft_moved_ratio=moved / last)
     if a := arm("fp32_unpatched", "sampling_logp_difference", "importance_sampling_ratio"):
         d, r = a["sampling_logp_difference"], a["importance_sampling_ratio"]
         out |= dict(sync_mismatch_fp32_unpatched=((1, d[0]), (min(20, len(d)), _at(d, 20))),
-                    sync_is_ratio_fp32_unpatched=((1, r[0]), (min(20, len(r)), _at(r, 20))),
-                    i7yh9cby_growth_20=_at(d, 20) / d[0])
+                    sync_is_ratio_fp32_unpatched=((1, r[0]), (min(20, len(r)), _at(r, 20))))
+        if None not in (d[0], _at(d, 20)): out["i7yh9cby_growth_20"] = _at(d, 20) / d[0]
     if a := arm("fp32_patched", "sampling_logp_difference", "importance_sampling_ratio", "entropy"):
         d, r, n = a["sampling_logp_difference"], a["importance_sampling_ratio"], len(a["sampling_logp_difference"])
         out |= dict(sync_mismatch_patched=((1, d[0]), (min(20, n), _at(d, 20))),
