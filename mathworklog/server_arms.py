@@ -131,7 +131,8 @@ def server_live_sync(start: str, out_dir, s: LiveSettings,
                      tokenizer=None,                    # None: the one saved with `start`
                      deadline: float|None = None,
                      name: str = "live_sync_server.json",
-                     **server_kw) -> dict:                # for each `VLLMServer`: gpus, gpu_memory_utilization, …
+                     **server_kw,                       # for each `VLLMServer`: gpus, gpu_memory_utilization, …
+                    ) -> dict:
     "Run the arms from `start` through real servers, one per dtype; write `out_dir/name` after each; return it."
     from mathworklog.files import library_versions, shown_path
     from mathworklog.models import model_tokenizer
