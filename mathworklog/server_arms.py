@@ -132,7 +132,7 @@ def server_live_sync(start: str, out_dir, s: LiveSettings,
                      deadline: float|None = None,
                      name: str = "live_sync_server.json",
                      **server_kw,                       # for each `VLLMServer`: gpus, gpu_memory_utilization, …
-                    ) -> dict:
+                    ) -> dict:                          # what `out_dir/name` holds after the last arm
     "Run the arms from `start` through real servers, one per dtype; write `out_dir/name` after each; return it."
     from mathworklog.files import library_versions, shown_path
     from mathworklog.models import model_tokenizer
