@@ -54,7 +54,7 @@ LEARNER = "no_vllm"   # the run that trains for the preset's full number of step
 def story_settings(label: str, P, buffer: int | None = None, **kw) -> GRPOSettings:
     "The settings of one of `STORY_RUNS` on preset `P` (`buffer`: the server transport's packing buffer)."
     what, over = STORY_RUNS[label]
-    steps = P.grpo_steps if label == LEARNER else (P.mystery_steps or P.grpo_steps)
+    steps = P.grpo_steps if label == LEARNER else (P.row_steps or P.grpo_steps)
     extra = dict(transport_buffer=buffer) if over.get("transport") == "server" and buffer else {}
     return GRPOSettings.from_preset(P, **(dict(steps=steps, eval_every=0 if label != LEARNER else P.eval_every)
                                           | over | extra | kw))

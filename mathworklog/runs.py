@@ -18,8 +18,8 @@ from .files import (atomic_path, atomic_write_text, folder_at, fresh_path, git_c
 
 # %% auto #0
 __all__ = ['MalformedRunError', 'RunRefusedError', 'Run', 'new_run', 'find_runs', 'latest_run', 'usable_run', 'resolve_run',
-           'NonFiniteRunError', 'stop_if_nan', 'nonfinite_params', 'NaNGuard', 'metrics_rows', 'read_metrics',
-           'MetricsLogger', 'log_extra', 'tracking', 'without_printer', 'plot_log', 'stamp', 'RunStamp',
+           'labelled_run', 'NonFiniteRunError', 'stop_if_nan', 'nonfinite_params', 'NaNGuard', 'metrics_rows',
+           'read_metrics', 'MetricsLogger', 'log_extra', 'tracking', 'without_printer', 'plot_log', 'stamp', 'RunStamp',
            'save_run_model', 'checkpoints', 'checkpoint_step', 'checkpoint_problem', 'latest_checkpoint']
 
 # %% ../nbs/00c_runs.ipynb #a92f042a
@@ -166,6 +166,20 @@ def resolve_run(spec, chapter: str, preset: str|None = None, root: Path|None = N
         raise fault(MissingResourceError, f"run {spec!r}", f"is not here (no {p}/meta.json)",
                     f"a {chapter} run: a run id under {runs_root() if root is None else root}, or a run folder")
     return usable_run(Run(p), allow_nan)
+
+# %% ../nbs/00c_runs.ipynb #026feae8
+def labelled_run(chapter: str, label: str, preset: str|None = None, root: Path|None = None,
+                 made_by: str = "") -> Run:
+    """The newest finished run of `chapter` whose `params.label` is `label`: one chapter makes several runs of a kind
+    (SFT in fp32 and with bf16 weights), and a later chapter asks for the one it builds on by name. None found: an
+    error naming the notebook `made_by` that makes it."""
+    rs = [r for r in find_runs(chapter, preset, root, status="done")
+          if (r.meta.get("params") or {}).get("label") == label]
+    if rs: return rs[-1]
+    fix = f"Run nbs/{made_by}.ipynb with this preset first." if made_by else "Run the chapter that makes it first."
+    what = f"a finished {chapter} run labelled {label!r}" + (f" (preset {preset})" if preset else "")
+    raise fault(MissingResourceError, what, f"is not under {runs_root() if root is None else root}",
+                "the run this chapter starts from", fix)
 
 # %% ../nbs/00c_runs.ipynb #b31cbc9f
 class NonFiniteRunError(RuntimeError):

@@ -53,7 +53,9 @@ class Preset:
     grpo_lr: float = 3e-5           # GRPO learning rate
     grpo_max_new_tokens: int|None = None   # GRPO's completion cap (None: max_new_tokens)
     workers: int = 1                # generator processes for presampling (`pool.GeneratorPool`)
-    mystery_steps: int|None = None  # chapter 07's runs through vLLM and its attempts (None: grpo_steps)
+    row_steps: int|None = None      # each run of the results table but the plateau, and chapter 07's attempts (None:
+                                    # grpo_steps); the plateau run (chapter 09) takes grpo_steps
+    strong: str|None = None         # the stronger base of the table's last row (Qwen3-0.6B's part); None: not run
     needs_gpu: bool = False         # refuse to start without a CUDA GPU (`require_gpu`; MATHWORKLOG_ALLOW_CPU=1 forces)
     real_tokenizer: bool = False    # Qwen2.5's tokenizer and GSM8K itself: no offline fallback, no bundled problems
     live: dict = field(default_factory=dict)   # chapter 08's live experiment: `LiveSettings` fields unlike the H200's
@@ -76,11 +78,11 @@ SMOKE_LIVE = dict(steps=2, prompts=2, gens=2, max_new_tokens=8, lr=1e-3, full_lr
                   probe_tokens=16, max_model_len=None, kv_cache_gib=None)
 
 PRESETS = {
-    "tiny": Preset("tiny", model="tiny", teacher="tiny-teacher", n_train=600, n_test=500, k=8, max_new_tokens=80,
-                   gen_batch=256, sft_steps=100, sft_lr=3e-3, sft_batch=16, opd_steps=60, opd_lr=3e-4, grpo_steps=60,
+    "tiny": Preset("tiny", model="tiny", teacher="tiny-teacher", n_train=600, n_test=2000, k=8, max_new_tokens=80,
+                   gen_batch=256, sft_steps=100, sft_lr=3e-3, sft_batch=16, opd_steps=100, opd_lr=1e-3, grpo_steps=60,
                    grpo_prompts=8, num_generations=8, lora_r=16, eval_every=30, eval_k=1, save_every=5,
                    tiny_dims=TINY_DIMS, vocab_size=1024, world=TINY_WORLD, sft_questions=300, grpo_lr=8e-4,
-                   grpo_max_new_tokens=64, mystery_steps=30, live=TINY_LIVE),
+                   grpo_max_new_tokens=64, row_steps=30, strong="tiny-strong", live=TINY_LIVE),
     "gpu": Preset("gpu", model="learning-start", teacher="shaped-teacher", n_train=32, n_test=32, k=4,
                   max_new_tokens=128, gen_batch=128, sft_steps=6, sft_lr=2e-5, sft_batch=8, opd_steps=3, opd_lr=1e-6,
                   grpo_steps=3, grpo_prompts=8, num_generations=8, lora_r=16, eval_every=2, eval_k=2, save_every=1,
@@ -88,12 +90,12 @@ PRESETS = {
     "full": Preset("full", model="Qwen/Qwen2.5-0.5B-Instruct", teacher="Qwen/Qwen2.5-7B-Instruct", n_train=None,
                    n_test=None, k=8, max_new_tokens=512, gen_batch=256, sft_steps=300, sft_lr=1e-5, sft_batch=16,
                    opd_steps=200, opd_lr=2e-6, grpo_steps=500, grpo_prompts=16, num_generations=8, lora_r=16,
-                   eval_every=50, eval_k=8, save_every=50, workers=4, mystery_steps=300, needs_gpu=True,
-                   real_tokenizer=True),
+                   eval_every=50, eval_k=8, save_every=50, workers=4, row_steps=200, needs_gpu=True,
+                   real_tokenizer=True, strong="Qwen/Qwen3-0.6B"),
     "smoke": Preset("smoke", model="learning-start-smoke", teacher="shaped-teacher", n_train=16, n_test=4, k=2,
                     max_new_tokens=16, gen_batch=16, sft_steps=2, sft_lr=1e-3, sft_batch=2, opd_steps=1, opd_lr=1e-4,
                     grpo_steps=2, grpo_prompts=2, num_generations=2, lora_r=8, eval_every=1, eval_k=1, save_every=1,
-                    tiny_dims=TINY_DIMS, grpo_lr=1e-4, grpo_max_new_tokens=8, mystery_steps=1, real_tokenizer=True,
+                    tiny_dims=TINY_DIMS, grpo_lr=1e-4, grpo_max_new_tokens=8, row_steps=1, real_tokenizer=True,
                     live=SMOKE_LIVE),
 }
 
@@ -151,9 +153,10 @@ CHAPTERS = ("02_baseline", "03_rewards", "04_presample", "05_sft", "06_opd", "07
             "09_checkpoint_averaging", "10_results")
 CHAPTER_NEEDS = {                    # chapter: the chapters whose runs it reads
     "05_sft": ("04_presample",),     # the warm-up / RL split
-    "06_opd": ("05_sft",),           # the SFT model and its re-presample
-    "07_grpo": ("06_opd",),          # the last warm-up's model and RL set
-    "09_checkpoint_averaging": ("07_grpo",),
+    "06_opd": ("05_sft",),           # the base's warm-up set, and the bf16 SFT model that OPD continues
+    "07_grpo": ("06_opd",),          # the warm-ups' models and RL sets (the SFT ones through 06's chain)
+    "08_sync_bug": ("06_opd",),      # the OPD models the fixed rows start from
+    "09_checkpoint_averaging": ("06_opd",),   # the SFT + OPD model the plateau run starts from
     "10_results": ("*",),            # every other chapter
 }
 CHAPTER_RUNS = {"02_baseline": "baseline", "03_rewards": "rewards", "04_presample": "presample", "05_sft": "sft",

@@ -152,7 +152,7 @@ def test_grpo_chapter_path_through_colocated_vllm(smoke_world, tmp_path):
     s = story_settings("vllm_bf16_unpatched", P, None)
     r = train_grpo(model_path=base, records=train, run_dir=str(tmp_path/"grpo"), settings=s.to_dict(),
                    eval_records=test)
-    assert (r["steps"], r["rollout"], r["sync_fix"]) == (P.mystery_steps, "colocate", False), r
+    assert (r["steps"], r["rollout"], r["sync_fix"]) == (P.row_steps, "colocate", False), r
     assert r["start_eval_vllm"]["n_questions"] == r["final_eval_vllm"]["n_questions"] == P.n_test
     m = read_metrics(tmp_path/"grpo")
     for k in ("sampling/sampling_logp_difference/mean", "sampling/importance_sampling_ratio/mean", "sync/mismatch"):
