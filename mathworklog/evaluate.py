@@ -7,13 +7,14 @@ Docs: https://mathworklog.github.io/mathworklog/baseline.html.md"""
 
 # %% ../nbs/02_baseline.ipynb #d17e6ee2
 from __future__ import annotations
+from pathlib import Path
 import pandas as pd
 from .data import (answer_value, first_number, format_number, grade, lenient_answers, parse_number,
                               render_prompt, solution_text, strict_answer, TAGS)
 
 # %% auto #0
 __all__ = ['CRITERIA', 'CRITERIA_NAMES', 'SAMPLING', 'HELDOUT', 'MISPLACED', 'score_records', 'summarize', 'evaluate_model',
-           'heldout_eval', 'criteria_frame', 'compare_evals', 'misplaced', 'misplaced_table']
+           'heldout_eval', 'eval_scores', 'criteria_frame', 'compare_evals', 'misplaced', 'misplaced_table']
 
 # %% ../nbs/02_baseline.ipynb #af15833a
 CRITERIA = ("lenient", "strict", "format", "exact")
@@ -82,6 +83,19 @@ def heldout_eval(generator, tokenizer, test: list[dict], run=None,
     return dict(greedy=evaluate_model(generator, tokenizer, test, run, f"{prefix}greedy", **kw)[1],
                 sampled=evaluate_model(generator, tokenizer, test, run, f"{prefix}sampled", n=k, temperature=1.0,
                                        **kw)[1])
+
+# %% ../nbs/02_baseline.ipynb #23fa4f52
+def eval_scores(run, name: str = HELDOUT,
+                criterion: str = "exact") -> dict:   # one of `CRITERIA`
+    """A greedy evaluation saved under `run` (`eval/<name>.jsonl`) as {question: 0 or 1} on `criterion`: what a paired
+    comparison of two runs on the same questions takes (`findings.paired_finding`)."""
+    from mathworklog.settings import valid_choice
+    valid_choice("criterion", criterion, CRITERIA)
+    p = Path(run.path if hasattr(run, "path") else run)/"eval"/f"{name}.jsonl"
+    if not p.exists(): raise FileNotFoundError(f"{p} is missing: the run has no evaluation named {name!r}")
+    df = pd.read_json(p, lines=True)
+    if df.idx.duplicated().any(): raise ValueError(f"{p} holds several samples per question: pair greedy evaluations")
+    return {int(i): int(bool(v)) for i, v in zip(df.idx, df[criterion])}
 
 # %% ../nbs/02_baseline.ipynb #a933e5ff
 def criteria_frame(table: dict) -> pd.DataFrame:
