@@ -20,7 +20,8 @@ from .evaluate import HELDOUT
 
 # %% auto #0
 __all__ = ['ROWS', 'LESSONS', 'Row', 'current_worklog_run', 'labelled', 'heldout_scores', 'staircase', 'plot_staircase', 'Lesson',
-           'lesson_finding', 'series_lessons', 'lessons', 'say_lesson', 'chapter_findings']
+           'lesson_finding', 'series_lessons', 'lessons', 'say_lesson', 'chapter_findings', 'row_records',
+           'lesson_records']
 
 # %% ../nbs/10_results.ipynb #b1c2d3e4
 @dataclass(frozen=True)
@@ -205,3 +206,20 @@ def chapter_findings(preset: str = "tiny", worklog_run: str|None = None, root=No
     for r in find_runs(None, get_preset(preset).name, root, worklog_run=worklog_run):
         out += [Finding(**f) for f in r.meta.get("findings") or [] if f.get("chapter") != "10_results"]
     return sorted(out, key=lambda f: CHAPTERS.index(f.chapter))
+
+# %% ../nbs/10_results.ipynb #12fd126d
+def row_records(table: pd.DataFrame) -> list[dict]:
+    "The staircase as the worklog run's `meta.json` holds it (`rows`): one plain dict per row, None where not run."
+    cols = ["run", "run_id", "start", "heldout_exact", "worklog_exact", "n_heldout", "steps", "seconds", "chapter"]
+    recs = table.reset_index(names="key")[["key", *cols]].to_dict("records")
+    return [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in recs]
+
+def lesson_records(found) -> list[dict]:
+    "The lessons as the worklog run's `meta.json` holds them (`lessons`): the difference, its 95% interval, the verdict."
+    out = []
+    for f in found:
+        t = f.test or {}
+        out.append(dict(lesson=f.key, claim=f.claim, diff_points=t.get("diff_points", t.get("diff")),
+                        ci_low=t.get("ci_low"), ci_high=t.get("ci_high"), n=t.get("n"), holds=f.verdict == "holds",
+                        verdict=f.verdict))
+    return out

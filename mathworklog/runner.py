@@ -204,7 +204,7 @@ def export_worklog(path, preset: str = "tiny") -> Path:
         plt.close(fig)
     d = dict(preset=preset, worklog_run=wl.id, created_at=m["created_at"], git_commit=m.get("git_commit"),
              versions=m.get("versions"), **m["results"], findings=m.get("findings") or [],
-             rows=table.reset_index(names="key").to_dict("records"))
+             rows=m.get("rows") or table.reset_index(names="key").to_dict("records"), lessons=m.get("lessons") or [])
     return atomic_write_text(path, json.dumps(d, indent=2, default=str) + "\n")
 
 # %% ../nbs/11_runner.ipynb #d9880a71
