@@ -213,15 +213,18 @@ def _cell(v) -> str:
     return str("—" if v is None or v != v else v).replace("|", "\\|").replace("\n", " ")
 
 # %% ../nbs/11_runner.ipynb #e41d6dd7
-def worklog_markdown(path) -> str:
+def worklog_markdown(path,
+                     image: str|None = None,   # where the staircase figure is, relative to the page that shows it
+                     ) -> str:
     """The exported worklog (`export_worklog`) as markdown: the findings table first, then the staircase of held-out
-    exact accuracy beside the worklog's, then the chapters' times."""
+    exact accuracy beside the worklog's (as `image`, and as a table), then what the run took."""
     from mathworklog.findings import Finding, findings_frame
     d = json.loads(Path(path).read_text())
     ff = findings_frame([Finding(**f) for f in d.get("findings", [])])
     lines = ["| chapter | the worklog's claim | worklog | ours | here | why |", "|---|---|---|---|---|---|"]
     lines += [f"| {_cell(r.chapter)} | {_cell(r.claim)} | {_cell(r.worklog)} | {_cell(r.ours)} | {_cell(r.verdict)} | "
               f"{_cell(r.why)} |" for r in ff.itertuples()]
+    if image: lines += ["", f"![Test exact accuracy by run, ours beside the worklog's]({image})"]
     lines += ["", "| run | worklog | ours (held-out exact) | start | steps |", "|---|---|---|---|---|"]
     lines += [f"| {_cell(r['run'])} | {r['worklog_exact']}% | "
               f"{'not run' if r['heldout_exact'] is None else str(r['heldout_exact']) + '%'} | {_cell(r['start'])} | "
