@@ -38,20 +38,18 @@ def teacher_report(teacher_path: str, tokenizer, records: list[dict], max_new_to
                 n=table["n_questions"])
 
 # %% ../nbs/06_opd.ipynb #1fad33f5
-def on_policy_stats(
-    student, teacher, tokenizer, records: list[dict], n: int = 2, max_new_tokens: int = 64, seed: int = 0,
-    chunk: int = 8,                     # sequences per forward pass when scoring
-) -> dict:
+def on_policy_stats(student, teacher, tokenizer, records: list[dict], n: int = 2, max_new_tokens: int = 64,
+                    seed: int = 0,
+                    chunk: int = 8,     # sequences per forward pass when scoring
+                    ) -> dict:
     """Mean per-token KL(student ‖ teacher) and student entropy (nats) on completions the student samples itself
     (refused for non-finite student weights)."""
     from mathworklog.data import render_prompt
     from mathworklog.generation import stop_ids
 
     if bad := nonfinite_params(student, trainable_only=False):
-        raise ValueError(
-            f"reverse_kl: the student has non-finite weights ({bad[0]}{', …' if len(bad) > 1 else ''}); "
-            f"sampling from them is meaningless. Check the NaN guard (nan_step) before measuring."
-        )
+        raise ValueError(f"reverse_kl: the student has non-finite weights ({bad[0]}{', …' if len(bad) > 1 else ''}); "
+                         f"sampling from them is meaningless. Check the NaN guard (nan_step) before measuring.")
     torch.manual_seed(seed)
     tokenizer.padding_side = "left"
     enc = tokenizer([render_prompt(tokenizer, r["question"]) for r in records], return_tensors="pt", padding=True,
@@ -76,9 +74,8 @@ def on_policy_stats(
     return dict(kl=kl_sum / max(count, 1.0), entropy=ent_sum / max(count, 1.0), tokens=int(count))
 
 # %% ../nbs/06_opd.ipynb #2c9e6f02
-def reverse_kl(
-    student, teacher, tokenizer, records: list[dict], n: int = 2, max_new_tokens: int = 64, seed: int = 0
-) -> float:
+def reverse_kl(student, teacher, tokenizer, records: list[dict], n: int = 2, max_new_tokens: int = 64,
+               seed: int = 0) -> float:
     """Mean per-token KL(student ‖ teacher) on completions the student samples itself (refused for non-finite student
     weights)."""
     return on_policy_stats(student, teacher, tokenizer, records, n, max_new_tokens, seed)["kl"]

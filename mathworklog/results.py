@@ -127,8 +127,7 @@ LESSONS = (
     Lesson("last_is_best", "The last run is the best of the Qwen2.5 student's runs", "results_opd2", kind="best",
            worklog_keys=("results_opd2",)),
     Lesson("stronger_base_wins", "The stronger base beats the best student run, even with the sync bug",
-           "results_qwen3", "results_opd2", worklog_keys=("results_qwen3", "results_opd2")),
-)
+           "results_qwen3", "results_opd2", worklog_keys=("results_qwen3", "results_opd2")))
 
 # %% ../nbs/10_results.ipynb #c5960718
 def _label(key: str) -> str: return WORKLOG_FIGURES[key].what.lstrip("+ ")
@@ -215,7 +214,7 @@ def row_records(table: pd.DataFrame) -> list[dict]:
     return [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in recs]
 
 def lesson_records(found) -> list[dict]:
-    "The lessons as the worklog run's `meta.json` holds them (`lessons`): the difference, its 95% interval, the verdict."
+    "The lessons as the worklog run's `meta.json` holds them (`lessons`): the difference, its 95% interval, verdict."
     out = []
     for f in found:
         t = f.test or {}
