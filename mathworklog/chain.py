@@ -16,7 +16,8 @@ from .procs import OwnedProcess
 from .runs import Run, find_runs, new_run
 
 # %% auto #0
-__all__ = ['UPSTREAM_MODES', 'upstream', 'missing_upstream', 'execute_chapter', 'ready', 'run_chapters', 'ensure_upstream']
+__all__ = ['UPSTREAM_MODES', 'upstream', 'missing_upstream', 'execute_chapter', 'ready', 'past_seconds', 'run_chapters',
+           'ensure_upstream']
 
 # %% ../nbs/00h_chain.ipynb #2a617283
 def upstream(stem: str) -> list[str]:
@@ -71,6 +72,12 @@ def ready(stem: str, done: set, todo: list[str]) -> bool:
     if "*" in needs: return all(t in done for t in todo if t != stem)
     return all(n in done or n not in todo for n in needs)
 
+# %% ../nbs/00h_chain.ipynb #c0a7ed6b
+def past_seconds(preset: str, root: Path) -> dict:
+    "Each chapter's seconds in the newest finished whole-worklog run of `preset` under `root` ({} when there is none)."
+    done = find_runs("worklog", preset, root, status="done")
+    return dict((done[-1].meta.get("results") or {}).get("seconds") or {}) if done else {}
+
 # %% ../nbs/00h_chain.ipynb #3e0b1c2d
 def run_chapters(stems: list[str], preset: str, wl: Run,
                  jobs: int = 1,            # chapters at once (their reads permitting)
@@ -78,12 +85,12 @@ def run_chapters(stems: list[str], preset: str, wl: Run,
                 ) -> dict:
     "Execute `stems` into the run folder `wl` in an order their reads allow; per chapter, its seconds and its span."
     todo, times, spans, done, t0 = list(stems), {}, {}, set(), time.perf_counter()
-    tell = on_event or (lambda *a: None)
+    tell, past = on_event or (lambda *a: None), past_seconds(preset, wl.path.parent)
     with cf.ThreadPoolExecutor(max(1, jobs)) as ex:
         running = {}
         while len(done) < len(todo):
             for stem in sorted((t for t in todo if t not in done and t not in running.values()
-                                and ready(t, done, todo)), key=lambda t: -_blocking(t, todo)):
+                                and ready(t, done, todo)), key=lambda t: (-_blocking(t, todo), -past.get(t, 0))):
                 if len(running) >= jobs: break
                 spans[stem] = [round(time.perf_counter() - t0, 1)]
                 running[ex.submit(execute_chapter, stem, wl.path/f"{stem}.ipynb", preset, wl.id,
