@@ -146,3 +146,89 @@ def test_shared_beside_gives_the_same_numbers(tiny_worklog, tmp_path):
     assert here["data_source"] == fresh["data_source"] == "world"
     keys = ("lenient", "strict", "format", "exact", "solution_block", "n_questions")
     assert {k: here["summary"][k] for k in keys} == {k: fresh["summary"][k] for k in keys}
+
+
+# --- the worklog's results table (issue 39), read from the worklog run's meta.json as chapter 10 wrote it ---------------
+# The lessons the scale model does not show, each measured (the closing note and chapter 10 give the figures). They are
+# expected failures, not skipped: the test still runs, checks that the verdict agrees with the interval, and reports
+# XPASS the day a lesson holds. Never move a lesson here to make the suite pass without a measurement that says so.
+NOT_AT_THIS_SCALE = {
+    "fix_pays": "fp32 fixed vs unpatched from the same OPD start: -1.0 [-2.0, 0.0] points at GRPO lr 8e-4 (2,000 "
+                "held-out questions); at lr 2e-3 +2.1 [+0.6, +3.7] with seed 0 but +0.8 [-0.6, +2.2] with seed 1",
+    "average_repres": "the average's re-presampled RL against the plateau run: -0.6 points in the prototype",
+    "last_is_best": "OPD round two's RL (0.320) below fp32 OPD's unpatched RL (0.328) in the prototype",
+    "plateau_entropy": "60 steps at the tiny preset do not reach the worklog's plateau",
+    "plateau_zero_signal": "60 steps at the tiny preset do not reach the worklog's plateau",
+    "opd2_learnable": "+0.8 points of learnable questions, interval across 0, in the prototype",
+    "repres_zero_signal": "measured only once the plateau is reached",
+}
+
+
+def worklog_meta(tiny_worklog) -> dict:
+    runs, wl, p = tiny_worklog
+    assert wl is not None and (wl / "meta.json").exists(), p.stderr[-3000:]
+    return json.loads((wl / "meta.json").read_text())
+
+
+def test_results_table_has_every_row_scored_on_one_split(tiny_worklog):
+    "Eleven rows in the worklog's order, each a real run scored greedily on the same ≥ 1,000 held-out questions."
+    from mathworklog.results import ROWS
+    rows = worklog_meta(tiny_worklog).get("rows") or []
+    assert [r["key"] for r in rows] == [r.key for r in ROWS]
+    for r in rows:
+        assert r["run_id"] and r["heldout_exact"] is not None, r
+        assert 0 <= r["heldout_exact"] <= 1 and r["n_heldout"] >= 1000 and r["steps"] > 0, r
+    assert len({r["n_heldout"] for r in rows}) == 1, rows                     # one split for every row
+
+
+def test_lessons_verdicts_follow_their_intervals(tiny_worklog):
+    "Every lesson has its paired difference and 95% interval, and 'holds' exactly when the interval says so."
+    lessons = worklog_meta(tiny_worklog).get("lessons") or []
+    assert len(lessons) >= 7, lessons
+    for l in lessons:
+        if l["verdict"] == "not run": continue
+        assert l["ci_low"] <= l["ci_high"], l
+        if l.get("diff_points") is not None and l["holds"]: assert not (l["ci_low"] <= 0 <= l["ci_high"]), l
+
+
+LESSON_KEYS = ["sft_before_rl", "opd_beats_sft", "no_vllm_learns", "fix_pays", "average_repres", "last_is_best",
+               "stronger_base_wins", "plateau_entropy", "plateau_zero_signal", "opd2_learnable", "repres_zero_signal"]
+
+
+@pytest.mark.parametrize("key", LESSON_KEYS)
+def test_lesson_holds(key, tiny_worklog):
+    "Each of the worklog's lessons, in the worklog's direction, with an interval that excludes 0."
+    lessons = {l["lesson"]: l for l in worklog_meta(tiny_worklog).get("lessons") or []}
+    assert key in lessons, sorted(lessons)
+    l = lessons[key]
+    if not l["holds"] and key in NOT_AT_THIS_SCALE: pytest.xfail(f"{l['verdict']} here: {NOT_AT_THIS_SCALE[key]}")
+    assert l["holds"], l
+
+
+def shown_text(nb: Path) -> str:
+    "Everything an executed notebook shows a reader: its markdown cells and its cells' markdown and text outputs."
+    if not nb.exists(): return ""
+    out = []
+    for c in json.loads(nb.read_text())["cells"]:
+        if c["cell_type"] == "markdown": out.append("".join(c["source"]))
+        for o in c.get("outputs", []):
+            for mime in ("text/markdown", "text/plain"):
+                v = o.get("data", {}).get(mime)
+                if v: out.append("".join(v) if isinstance(v, list) else v)
+            if o.get("output_type") == "stream": out.append("".join(o.get("text", "")))
+    return "\n".join(out)
+
+
+def test_findings_that_do_not_hold_are_said(tiny_worklog):
+    """Every finding a chapter wrote that does not hold (or holds partly) is said in that chapter's executed notebook,
+    in the words `findings.say` gives it, computed from the run."""
+    from mathworklog.findings import Finding, say
+    runs, wl, p = tiny_worklog
+    from mathworklog.runs import find_runs
+    missing = []
+    for r in find_runs(None, "tiny", root=runs, worklog_run=wl.name):
+        for f in r.meta.get("findings") or []:
+            if f["verdict"] == "holds" or f["chapter"] == "10_results": continue
+            said = shown_text(wl / f"{f['chapter']}.ipynb")
+            if say(Finding(**f)) not in said: missing.append((f["chapter"], f["key"]))
+    assert not missing, missing
