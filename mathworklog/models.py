@@ -206,12 +206,12 @@ def load_tokenizer(source: str|None = None, allow_fallback: bool = True, preset:
     return tok
 
 # %% ../nbs/00d_models.ipynb #3cd983d7
-SCALE_MODELS = {"tiny": "student", "tiny-teacher": "teacher"}   # model name: its folder in data/scale
+SCALE_MODELS = {"tiny": "student", "tiny-teacher": "teacher", "tiny-strong": "strong"}   # name: its data/scale folder
 SCALE_PARTS = {"": "figures.json", "tokenizer": "tokenizer.json", **dict.fromkeys(SCALE_MODELS.values(),
                                                                                   "model.safetensors")}
 
 def scale_dir(part: str = "") -> Path:
-    "`data/scale/<part>` (`tokenizer`, `student`, `teacher`, or the folder itself); if missing, how to restore it."
+    "`data/scale/<part>` (`tokenizer`, `student`, `teacher`, `strong`, or the folder); if missing, how to restore it."
     if part not in SCALE_PARTS: raise ValueError(f"part={part!r} is not one of {sorted(SCALE_PARTS)}")
     p = data_dir()/"scale"/part
     if not (p/SCALE_PARTS[part]).exists():

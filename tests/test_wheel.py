@@ -49,7 +49,7 @@ def test_the_wheel_holds_the_library_and_its_data(wheel):
     want = {"mathworklog/settings.py", "mathworklog/worklog_figures.json", "mathworklog/bundled/train.jsonl",
             "mathworklog/bundled/test.jsonl", "mathworklog/bundled/scale/figures.json",
             "mathworklog/bundled/scale/tokenizer/tokenizer.json", "mathworklog/bundled/scale/student/model.safetensors",
-            "mathworklog/bundled/scale/teacher/model.safetensors"}
+            "mathworklog/bundled/scale/teacher/model.safetensors", "mathworklog/bundled/scale/strong/model.safetensors"}
     assert want <= names, want - names
     assert not [n for n in names if n.startswith(("nbs/", "tests/", "tools/", "bench/"))]
 

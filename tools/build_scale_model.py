@@ -1,16 +1,29 @@
-"""Build the tiny preset's scale model: its tokenizer, its "instruct" student and its teacher, into data/scale/.
+"""Build the tiny preset's scale model: its tokenizer, its "instruct" student, its teacher and a stronger base model,
+into data/scale/.
 
-    python tools/build_scale_model.py                  # everything, about 16 minutes on one free CPU core
-    python tools/build_scale_model.py --only student   # rebuild the student (and the tokenizer), keep the teacher
-    python tools/build_scale_model.py --out /tmp/s --knobs '{"student": {"steps": 30}, "teacher": {"steps": 30}}'
+    python tools/build_scale_model.py                  # everything, about 40 minutes on one free CPU core
+    python tools/build_scale_model.py --only student   # rebuild the student (and the tokenizer), keep the others
+    python tools/build_scale_model.py --out /tmp/s \\
+        --knobs '{"student": {"steps": 30}, "teacher": {"steps": 30}, "strong": {"steps": 30}}'
 
-Both models are Qwen2ForCausalLM (tied embeddings, attention heads of 64) pretrained from a seeded random start on the
-tiny world's problems (`mathworklog.data.world_problems` with `settings.TINY_WORLD`) in chat form: a system message
+The three models are Qwen2ForCausalLM (tied embeddings, attention heads of 64) pretrained from a seeded random start on
+the tiny world's problems (`mathworklog.data.world_problems` with `settings.TINY_WORLD`) in chat form: a system message
 (a generic one, or with some probability the worklog's system prompt), the question, and the reference answer written
-in one of several styles. The student mostly answers the GSM8K way (`#### N`) even under the worklog's prompt, so its
-arithmetic lands where a strict parser does not look, as Qwen2.5-0.5B-Instruct's does; the teacher mostly answers in
-the tag format, imperfectly. The tokenizer is a byte-level BPE built like Qwen2.5's (`models.train_bpe`: one digit a
-token), trained on the pretraining problems, with the four tags and the system prompt as single tokens.
+in one of several styles. They stand in for the worklog's three models:
+
+- the student (Qwen2.5-0.5B-Instruct) mostly answers the GSM8K way (`#### N`) even under the worklog's prompt, so its
+  arithmetic lands where a strict parser does not look; greedily it never writes the tag format, but its samples
+  sometimes do (the `tags` share of its mix), so that on-policy distillation, which only moves probability the student
+  already gives, has a format to pull toward;
+- the teacher (Qwen2.5-7B-Instruct) is deeper, trained longer, and mostly answers in the tag format, imperfectly: the
+  problem kinds `kind_hash` puts below `p_odd_kinds` get another style, so its exact format is near the 7B's 77%;
+- the stronger base (Qwen3-0.6B) answers in the tag format except on its own odd kinds (Qwen3: 86% format), solves
+  more, and is a little bigger than the student in bf16 bytes, with its bytes laid out so that vLLM's packed transport,
+  with the tiny preset's buffer (the student's bf16 bytes, `weights.bf16_bytes`), puts only its last layers in the
+  last chunk, as 1 GiB does to Qwen3-0.6B's last 4 of 28 (`trace.stuck_layers`, recorded in figures.json).
+
+The tokenizer is a byte-level BPE built like Qwen2.5's (`models.train_bpe`: one digit a token), trained on the
+pretraining problems, with the four tags and the system prompt as single tokens.
 
 Everything is seeded and runs on one CPU thread, so a rebuild writes the same bytes (checked on short builds). The
 folder is written beside data/scale/ and moved into place when complete, so a reader sees the old files or the new
@@ -36,10 +49,10 @@ from mathworklog.settings import TINY_DIMS, TINY_WORLD, cpu_threads  # noqa: E40
 WORLD = dict(TINY_WORLD)
 STUDENT = dict(
     dims=dict(TINY_DIMS),
-    steps=600, batch=32, lr=3e-3, warmup=50, decay=0.25, seed=11,
+    steps=480, batch=32, lr=3e-3, warmup=50, decay=0.25, seed=11,
     p_worklog_system=0.3,
     generic_mix=dict(hash=0.7, says=0.3),
-    worklog_mix=dict(hash=0.35, sol_expr=0.3, open=0.15, says=0.1, sol=0.07, tags=0.03),
+    worklog_mix=dict(hash=0.3, sol_expr=0.25, open_inline=0.1, says=0.1, sol=0.06, tags=0.08, tags_inline_nl=0.08),
     special_kinds=["$p"], special_mix=dict(sol=1.0))
 TEACHER = dict(
     dims={**TINY_DIMS, "num_hidden_layers": 4},
@@ -48,6 +61,14 @@ TEACHER = dict(
     generic_mix=dict(hash=0.7, says=0.3),
     worklog_mix=dict(tags=0.9, tags_nl=0.1),
     p_odd_kinds=0.25, odd_mix=dict(sol=0.6, tags_tail=0.4))
+STRONG = dict(
+    dims={**TINY_DIMS, "num_hidden_layers": 6, "intermediate_size": 128},
+    steps=2400, batch=32, lr=3e-3, warmup=50, decay=0.25, seed=13,
+    p_worklog_system=0.7,
+    generic_mix=dict(hash=0.7, says=0.3),
+    worklog_mix=dict(tags=0.9, tags_nl=0.1),
+    p_odd_kinds=0.14, odd_mix=dict(sol=0.6, tags_tail=0.4))
+ROLES = {"student": STUDENT, "teacher": TEACHER, "strong": STRONG}
 EVAL = dict(n_test=500, n_train_k=500, k=8, max_new_tokens=96)
 VOCAB = 1024
 N_TOKENIZER = 5000          # pretraining problems the BPE learns from
@@ -80,8 +101,10 @@ def styled(ref: str, style: str) -> str:
             "sol": f"{w}\n<SOLUTION>{n}</SOLUTION>",                       # the number in the block, tags half done
             "sol_expr": f"{w}\n<SOLUTION>{last_calc(ref)}</SOLUTION>",      # a calculation, not a number, in the block
             "open": f"{TAGS[0]}\n{w}\nThe answer is {n}.",                   # the worklog's unclosed working-out
+            "open_inline": f"{TAGS[0]}{w}\nThe answer is {n}.",              # the same, the tag's line shared
             "tags": to_tag_format(ref),                                      # exact format
             "tags_nl": f"{TAGS[0]}\n{w}\n{TAGS[1]}\n{TAGS[2]}{n}{TAGS[3]}",   # exact format, the prompt's line breaks
+            "tags_inline_nl": f"{TAGS[0]}{w}\n{TAGS[1]}\n{TAGS[2]}{n}{TAGS[3]}",  # the same, the first line shared
             "tags_tail": f"{to_tag_format(ref)}\nThe answer is {n}.",       # right answer, text after </SOLUTION>
             }[style]
 
@@ -187,7 +210,7 @@ def save_half(model, tok, folder: Path, dtype: str = "bfloat16"):
 
 # ---------------------------------------------------------------- evaluation (the library's generator and grading)
 def generate(model, tok, questions, n=1, temperature=0.0, max_new_tokens=96, seed=0) -> list[list[str]]:
-    "`n` completions per question under the worklog's system prompt (`engines.HFGenerator`, 256 sequences a call)."
+    "`n` completions per question under the worklog's system prompt (`generation.HFGenerator`, 256 sequences a call)."
     from mathworklog.generation import HFGenerator
     g = HFGenerator(model, tok, batch_size=256, fast=False)
     return g.generate([render_prompt(tok, q) for q in questions], n=n, temperature=temperature,
@@ -258,20 +281,35 @@ def swap_in(tmp: Path, out: Path):
     shutil.rmtree(stale, ignore_errors=True)
 
 
+def transport_figures(student_dir: Path, folder: Path) -> dict:
+    """How vLLM's packed transport splits the model in `folder`, in bf16, with the tiny preset's buffer: the bf16 bytes
+    of the student in `student_dir` (`weights.bf16_bytes`), the way 1 GiB splits Qwen2.5-0.5B and Qwen3-0.6B."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from mathworklog.trace import stuck_layers, stuck_matrices
+    from mathworklog.weights import bf16_bytes
+    buffer = bf16_bytes(student_dir)
+    with torch.device("meta"):
+        meta = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(folder))
+    return dict(bf16_bytes=bf16_bytes(folder), buffer_bytes=buffer, ratio=round(bf16_bytes(folder) / buffer, 4),
+                layers=stuck_layers(meta, torch.bfloat16, buffer),
+                matrices=stuck_matrices(meta, torch.bfloat16, buffer))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(data_dir() / "scale"), help="the folder to write (default data/scale)")
-    ap.add_argument("--only", choices=["student", "teacher", "both"], default="both",
-                    help="rebuild one model and keep the other from --out")
+    ap.add_argument("--only", choices=[*ROLES, "all"], default="all",
+                    help="rebuild one model and keep the others from --out")
     ap.add_argument("--knobs", default="{}", help="JSON overrides: {'world': {...}, 'student': {...}, 'teacher': "
-                                                  "{...}, 'eval': {...}, 'vocab': N}")
+                                                  "{...}, 'strong': {...}, 'eval': {...}, 'vocab': N}")
     ap.add_argument("--no-eval", action="store_true", help="skip the figures (for quick determinism checks)")
     a = ap.parse_args(argv)
     t_all = time.time()
     cpu_threads(1)
     kn = json.loads(a.knobs)
-    W, S, T, E = ({**WORLD, **kn.get("world", {})}, {**STUDENT, **kn.get("student", {})},
-                  {**TEACHER, **kn.get("teacher", {})}, {**EVAL, **kn.get("eval", {})})
+    W, E = {**WORLD, **kn.get("world", {})}, {**EVAL, **kn.get("eval", {})}
+    roles = {name: {**role, **kn.get(name, {})} for name, role in ROLES.items()}
     vocab = kn.get("vocab", VOCAB)
     out = Path(a.out).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -279,7 +317,7 @@ def main(argv=None):
     try:
         log = lambda *x: print(*x, flush=True)
         log(f"== build into {out} (only={a.only}) knobs={json.dumps(kn)}")
-        n_pre = max(S["steps"] * S["batch"], T["steps"] * T["batch"])
+        n_pre = max(r["steps"] * r["batch"] for r in roles.values())
         t = time.time()
         test, train, pre = streams(W, E, n_pre)
         log(f"world: {len(pre)} pretraining problems ({time.time() - t:.1f}s)")
@@ -288,15 +326,15 @@ def main(argv=None):
         tok.save_pretrained(tmp / "tokenizer")
         log(f"tokenizer: {len(tok)} tokens ({time.time() - t:.1f}s)")
         prev = {}
-        if a.only != "both":                                  # keep the other model and its figures
-            keep = "teacher" if a.only == "student" else "student"
-            shutil.copytree(out / keep, tmp / keep)
+        if a.only != "all":                                   # keep the other models and their figures
+            for keep in ROLES:
+                if keep != a.only and (out / keep).exists(): shutil.copytree(out / keep, tmp / keep)
             prev = json.loads((out / "figures.json").read_text())
             for stale in ("provenance", "vllm_cpu_check"):    # notes on the files this build replaces
                 prev.pop(stale, None)
-        figs = {**prev, "knobs": dict(world=W, student=S, teacher=T, eval=E, vocab=vocab), "tokenizer_size": len(tok)}
-        for name, role in (("student", S), ("teacher", T)):
-            if a.only not in (name, "both"): continue
+        figs = {**prev, "knobs": dict(world=W, **roles, eval=E, vocab=vocab), "tokenizer_size": len(tok)}
+        for name, role in roles.items():
+            if a.only not in (name, "all"): continue
             log(f"{name}: {json.dumps(role['dims'])}")
             model, info = pretrain(tok, pre, role, log)
             save_half(model, tok, tmp / name)
@@ -311,12 +349,15 @@ def main(argv=None):
                 m, mtok = load(tmp / name)
                 fig["greedy_test"], _ = greedy_eval(m, mtok, test, E["max_new_tokens"])
                 log(f"{name} greedy on {len(test)} test questions (bf16 file, fp32): {fig['greedy_test']}")
-                if name == "student":
+                if name in ("student", "strong"):
                     fig["sampled_train"] = sample_eval(m, mtok, train, E["k"], E["max_new_tokens"])
                     log(f"{name} k={E['k']} samples on {len(train)} train questions: {fig['sampled_train']}")
                 fig["eval_seconds"] = round(time.time() - t, 1)
             figs[name] = fig
-        runs = [x for x in figs.get("build_runs", []) if a.only != "both" and x["only"] != a.only]
+        if (tmp / "strong").exists():                         # the strong model beside the student it is sent like
+            figs["strong"]["transport"] = transport_figures(tmp / "student", tmp / "strong")
+            log(f"strong through the transport: {figs['strong']['transport']}")
+        runs = [x for x in figs.get("build_runs", []) if a.only != "all" and x["only"] != a.only]
         figs["build_runs"] = runs + [dict(only=a.only, seconds=round(time.time() - t_all, 1),
                                           script="tools/build_scale_model.py",
                                           when=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))]
