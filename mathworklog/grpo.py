@@ -1,4 +1,5 @@
-"""The worklog's GRPO recipe on TRL's `GRPOTrainer` — LoRA, DAPO loss, the seven rewards — with rollouts from a vLLM server, colocated vLLM or HF `generate`, evaluation during training, and every metric and rollout written to the run folder.
+"""The worklog's GRPO recipe on TRL's `GRPOTrainer` (LoRA, DAPO loss, seven rewards, vLLM or HF rollouts), and six rows
+of its final table run from their starts: through unpatched vLLM in bf16 and fp32, without vLLM, a stronger base.
 
 Docs: https://mathworklog.github.io/mathworklog/grpo.html.md"""
 
@@ -7,63 +8,42 @@ Docs: https://mathworklog.github.io/mathworklog/grpo.html.md"""
 # %% ../nbs/07_grpo.ipynb #f3dcd21a
 from __future__ import annotations
 import json, math, os, re, shutil, time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
 from fastcore.basics import patch
 from transformers import TrainerCallback
-from .settings import (LORA_RANK, lora_config, on_gpu, seed_everything, valid, valid_choice, valid_engine,
-                                  valid_int, valid_number)
+from .settings import (LORA_RANK, get_preset, lora_config, on_gpu, seed_everything, valid, valid_choice,
+                                  valid_engine, valid_int, valid_number)
 from .files import atomic_path
 from .rollouts import drop_superseded, grpo_summary, join_rollout_parts, supersede
 from .runs import NaNGuard, Run, checkpoint_step, latest_checkpoint, log_extra, read_metrics
 from .training import TrainSettings, finish_training, load_policy, make_trainer, trl_args
-from .models import model_tokenizer
-from .data import completion_text
+from .models import model_path, model_tokenizer
+from .data import completion_text, load_gsm8k, prepare, preset_tokenizer
 from .generation import HFGenerator, choose_engine, vllm_available
 from .copies import RolloutCopy
 from .weights import (SyncPatch, SyncProbe, SyncProbeCallback, colocated_vllm, patch_trl_lora_sync,
                                  patch_trl_reload_sync, probe_batch, trainer_vllm_copy, use_server_transport)
 from .evaluate import HELDOUT, evaluate_model
 from .rewards import REWARD_FUNCS, REWARD_WEIGHTS, weights_list, zero_signal_share
+from .presample import SampleSettings, buckets, re_presample, save_rl_set
 
 # %% auto #0
-__all__ = ['STORY_RUNS', 'LEARNER', 'ENTROPY_LEVERS', 'IS_MODES', 'ROLLOUTS', 'story_settings', 'entropy_levers', 'GRPOSettings',
-           'grpo_config', 'recording_trainer_class', 'attach_rollout_copy', 'EvalCallback', 'grpo_dataset',
-           'SyncPatches', 'trl_sync_patches', 'build_grpo_trainer', 'served_eval', 'train_grpo', 'row_settings',
-           'mark_heldout', 'run_row', 'token_entropy', 'same_prompt_control']
-
-# %% ../nbs/07_grpo.ipynb #ee264098
-STORY_RUNS = {   # label → (what it tries, `GRPOSettings` fields): chapter 07's runs, in the worklog's order
-    "vllm_bf16_unpatched": ("through vLLM as the worklog first ran it: bf16 weights, the server's transport",
-                            dict(rollout="colocate", transport="server", weights="bf16", sync_fix=False)),
-    "attempt1_token_truncate": ("attempt 1: weight each token by its own ratio instead of dropping completions",
-                                dict(rollout="colocate", transport="server", weights="bf16", sync_fix=False,
-                                     is_mode="token_truncate")),
-    "attempt3_fp32": ("attempt 3: fp32 everywhere, trainer and vLLM",
-                      dict(rollout="colocate", transport="server", precision="fp32", sync_fix=False)),
-    "no_vllm": ("without vLLM: the policy samples its own rollouts", dict(rollout="hf")),
-    "entropy_levers": ("without vLLM, with adaptive entropy, clip-higher and a lower lr at once",
-                       dict(rollout="hf", entropy_lever="adaptive_entropy+clip_higher+low_lr")),
-}
-LEARNER = "no_vllm"   # the run that trains for the preset's full number of steps
-
-# %% ../nbs/07_grpo.ipynb #faa1d9d5
-def story_settings(label: str, P, buffer: int | None = None, **kw) -> GRPOSettings:
-    "The settings of one of `STORY_RUNS` on preset `P` (`buffer`: the server transport's packing buffer)."
-    what, over = STORY_RUNS[label]
-    steps = P.grpo_steps if label == LEARNER else (P.row_steps or P.grpo_steps)
-    extra = dict(transport_buffer=buffer) if over.get("transport") == "server" and buffer else {}
-    return GRPOSettings.from_preset(P, **(dict(steps=steps, eval_every=0 if label != LEARNER else P.eval_every)
-                                          | over | extra | kw))
+__all__ = ['ENTROPY_LEVERS', 'IS_MODES', 'ROLLOUTS', 'GRPO_RUNS', 'entropy_levers', 'GRPOSettings', 'grpo_config',
+           'recording_trainer_class', 'attach_rollout_copy', 'EvalCallback', 'grpo_dataset', 'SyncPatches',
+           'trl_sync_patches', 'build_grpo_trainer', 'served_eval', 'start_eval', 'train_grpo', 'row_settings',
+           'mark_heldout', 'run_row', 'ChapterRun', 'chapter_settings', 'presample_into', 'token_entropy',
+           'same_prompt_control']
 
 # %% ../nbs/07_grpo.ipynb #99133f51
 ENTROPY_LEVERS = {"adaptive_entropy": dict(use_adaptive_entropy=True, entropy_target=0.30),
                   "clip_higher": dict(epsilon_high=0.28, num_iterations=2),
                   "low_lr": dict(lr_factor=1/3)}   # the worklog's 3e-5 → 1e-5, as a share of the run's own rate
 
+# %% ../nbs/07_grpo.ipynb #0f2d7b95
 def entropy_levers(spec) -> list[str]:
     "The entropy levers asked for: None, one name, a list of names, or names joined by '+'."
     names = [] if spec is None else spec.split("+") if isinstance(spec, str) else list(spec)
@@ -71,9 +51,10 @@ def entropy_levers(spec) -> list[str]:
     if len(set(names)) < len(names): raise ValueError(f"entropy_lever names a lever twice: {spec!r}")
     return names
 
-# %% ../nbs/07_grpo.ipynb #c3008637
+# %% ../nbs/07_grpo.ipynb #2e9f7a31
 IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")  # TRL 1.16's importance sampling
 
+# %% ../nbs/07_grpo.ipynb #c3008637
 @dataclass
 class GRPOSettings(TrainSettings):
     "Every knob of a GRPO run besides the model, the data and the run folder; `from_preset` gives the preset's."
@@ -90,6 +71,8 @@ class GRPOSettings(TrainSettings):
     eval_every: int = 50             # steps between test evaluations (0: none)
     eval_k: int = 4                  # samples per test question in them
     eval_batch_size: int = 64
+    eval_start: bool = True          # with test questions: score the start before the first step
+    eval_policy: bool = True         # and the policy itself at the end (a run through vLLM: also its engine)
     sync_fix: bool = True            # server mode: patch TRL's LoRA sync (chapter 08)
     probe: bool = True               # log sync/* from a SyncProbe whenever an inference copy exists
     server_port: int = 8000
@@ -123,6 +106,7 @@ def validate(self: GRPOSettings):
     entropy_levers(self.entropy_lever)
     valid_int("server_port", self.server_port, 1, 65535)
     valid_number("gpu_memory_utilization", self.gpu_memory_utilization, 0, 1, lo_open=True)
+    valid("eval_policy", self.eval_policy, lambda p: p or self.rollout != "hf", "True without vLLM (the only copy)")
     valid("prompts_per_step × num_generations", self.prompts_per_step * self.num_generations,
           lambda b: b % self.num_processes == 0,
           f"a multiple of num_processes={self.num_processes} (each process takes an equal share of the completions)")
@@ -172,17 +156,10 @@ def recording_trainer_class():
             if self.accelerator.is_main_process and self.run_dir is not None:
                 step = self.state.global_step + 1
                 for i, (p, c) in enumerate(zip(L["prompt"], L["completion"])):
-                    self._rows.append(
-                        dict(
-                            step=step,
-                            group=i // G,
-                            prompt=completion_text(p) if not isinstance(p, str) else p,
-                            completion=completion_text(c),
-                            advantage=float(L["advantages"][i]),
-                            **{k: float(v[i]) for k, v in rewards.items()},
-                            total=total[i],
-                        )
-                    )
+                    self._rows.append(dict(step=step, group=i // G, completion=completion_text(c),
+                                           prompt=completion_text(p) if not isinstance(p, str) else p,
+                                           advantage=float(L["advantages"][i]), total=total[i],
+                                           **{k: float(v[i]) for k, v in rewards.items()}))
             return out
 
         def log(self, logs, start_time=None):
@@ -190,7 +167,7 @@ def recording_trainer_class():
             if self._rows and self.run_dir is not None:
                 df = pd.DataFrame(self._rows)
                 df["run_id"] = self.run_dir.name
-                with atomic_path(self.run_dir / "rollouts" / f"step-{int(df.step.max()):06d}.parquet") as tmp:
+                with atomic_path(self.run_dir/"rollouts"/f"step-{int(df.step.max()):06d}.parquet") as tmp:
                     df.to_parquet(tmp)
                 self._rows = []
 
@@ -201,8 +178,7 @@ def attach_rollout_copy(trainer, dtype=None):
     """Have a TRL `GRPOTrainer` take its HF rollouts from a `RolloutCopy` (`trainer.rollouts`); None where it can't
     apply."""
     sharded = getattr(trainer, "is_fsdp_enabled", False) or getattr(trainer, "is_deepspeed_enabled", False)
-    if trainer.use_vllm or sharded:
-        return None
+    if trainer.use_vllm or sharded: return None
     own = trainer._generate_single_turn
     trainer.rollouts = RolloutCopy(trainer.accelerator.unwrap_model(trainer.model), dtype)
 
@@ -224,6 +200,7 @@ class EvalCallback(TrainerCallback):
         s = s or GRPOSettings()
         self.tok, self.records, self.run, self.every = tokenizer, records, run, s.eval_every if records else 0
         self.k, self.batch_size, self.max_new_tokens = s.eval_k, s.eval_batch_size, s.max_completion_length
+        self.start, self.policy = s.eval_start, s.eval_policy
         self.pending, self.final, self.copy, self._gen, self.guard = {}, None, None, None, guard or NaNGuard()
 
 # %% ../nbs/07_grpo.ipynb #5ee860e1
@@ -265,7 +242,7 @@ def on_log(self: EvalCallback, args, state, control, logs=None, **kw):
 @patch
 def on_train_end(self: EvalCallback, args, state, control, model=None, **kw):
     "One greedy evaluation at the end, unless the weights are not finite."
-    if not self.records or self.guard.check_weights(model, state.global_step): return
+    if not (self.records and self.policy) or self.guard.check_weights(model, state.global_step): return
     if state.is_world_process_zero: self.final = self._eval(model, "final-greedy", 1, 0.0)
 
 # %% ../nbs/07_grpo.ipynb #3b43a1c4
@@ -294,15 +271,10 @@ def trl_sync_patches(s: GRPOSettings) -> SyncPatches:
     return out
 
 # %% ../nbs/07_grpo.ipynb #cf0a5a38
-def build_grpo_trainer(
-    model_path: str,
-    records: list[dict],
-    run_dir,
-    s: GRPOSettings,
-    eval_records=None,  # test questions for `EvalCallback` (None: no evaluation)
-    callbacks=None,  # more callbacks, after ours and before the metrics logger
-    trainer_cls=None,  # None: `recording_trainer_class()`; else any `GRPOTrainer` subclass
-):
+def build_grpo_trainer(model_path: str, records: list[dict], run_dir, s: GRPOSettings,
+                       eval_records=None,  # test questions for `EvalCallback` (None: no evaluation)
+                       callbacks=None,     # more callbacks, after ours and before the metrics logger
+                       trainer_cls=None):  # None: `recording_trainer_class()`; else any `GRPOTrainer` subclass
     "The GRPO trainer with every callback in place (guard, stamp, evaluation, probe, metrics); (trainer, guard, eval)."
     run_dir, tok, guard = Path(run_dir), model_tokenizer(model_path), NaNGuard()
     cfg, ds = grpo_config(run_dir/"checkpoints", s, run_id=run_dir.name), grpo_dataset(records)
@@ -337,14 +309,22 @@ def served_eval(trainer, ev: EvalCallback, name: str = "final-greedy-vllm", sync
                           run=ev.run, name=name)
     return t
 
+# %% ../nbs/07_grpo.ipynb #f3b7d0c8
+def start_eval(trainer, ev: EvalCallback) -> dict|None:
+    """The start, greedy, before any step: through the colocated vLLM engine where there is one (`start-greedy-vllm`),
+    else the policy itself (`start-greedy`); None without test questions."""
+    if not (ev.records and ev.start): return None
+    if getattr(trainer, "vllm_generation", None) is not None: return served_eval(trainer, ev, "start-greedy-vllm",
+                                                                                 sync=False)
+    return ev._eval(trainer.model, "start-greedy", 1, 0.0)
+
 # %% ../nbs/07_grpo.ipynb #60c46952
 def train_grpo(model_path: str, records: list[dict], run_dir: str,
                settings: GRPOSettings|dict|None = None,
                eval_records: list|None = None,   # test questions evaluated every `eval_every` steps and at the end
                resume: bool = False,             # continue from the run's newest complete checkpoint
-               callbacks: list|None = None,
-               **kw) -> dict:                    # `GRPOSettings` fields, by name
-    "GRPO with LoRA on `records` (the RL set); everything recorded under `run_dir`."
+               callbacks: list|None = None, **kw) -> dict:
+    "GRPO with LoRA on `records` (the RL set), `kw` being `GRPOSettings` fields by name; all recorded under `run_dir`."
     from accelerate import PartialState
     state, run_dir = PartialState(), Path(run_dir)
     s = GRPOSettings.of(settings, **kw | dict(num_processes=state.num_processes))
@@ -356,7 +336,7 @@ def train_grpo(model_path: str, records: list[dict], run_dir: str,
     state.wait_for_everyone()
     t0 = time.perf_counter()
     try:
-        first = served_eval(tr, ev, "start-greedy-vllm", sync=False) if state.is_main_process and not ckpt else None
+        first = start_eval(tr, ev) if state.is_main_process and not ckpt else None
         tr.train(resume_from_checkpoint=ckpt)
         secs = time.perf_counter() - t0
         guard.check_weights(tr.model, tr.state.global_step)
@@ -365,8 +345,10 @@ def train_grpo(model_path: str, records: list[dict], run_dir: str,
     if state.is_main_process: join_rollout_parts(run_dir)
     out = finish_training(tr, guard, tr.processing_class, run_dir)
     if out["model_dir"]: drop_superseded(run_dir)
-    return out | dict(seconds=round(secs, 1), resumed_from=ckpt, final_eval=ev.final, start_eval_vllm=first,
-                      final_eval_vllm=served, rollout=s.rollout, sync_fix=patched.has("_iter_named_params"))
+    vllm = getattr(tr, "vllm_generation", None) is not None
+    return out | dict(seconds=round(secs, 1), resumed_from=ckpt, final_eval=ev.final, start_eval=first,
+                      start_eval_vllm=first if vllm else None, final_eval_vllm=served, rollout=s.rollout,
+                      sync_fix=patched.has("_iter_named_params"))
 
 # %% ../nbs/07_grpo.ipynb #16aa7e83
 ROLLOUTS = {   # name → `GRPOSettings` fields: how a row's rollouts were made and its weights synced
@@ -377,6 +359,7 @@ ROLLOUTS = {   # name → `GRPOSettings` fields: how a row's rollouts were made 
     "no_vllm": dict(rollout="hf", precision="fp32"),
 }
 
+# %% ../nbs/07_grpo.ipynb #a6d9f2e0
 def row_settings(P, rollout: str, buffer: int|None = None, **kw) -> GRPOSettings:
     "A row's settings: the preset's GRPO recipe, the rollout path `rollout` (`ROLLOUTS`), no evaluation on the way."
     valid_choice("rollout", rollout, ROLLOUTS)
@@ -387,7 +370,6 @@ def row_settings(P, rollout: str, buffer: int|None = None, **kw) -> GRPOSettings
 def mark_heldout(run_dir, res: dict) -> dict:
     """Save the row's held-out figure under `evaluate.HELDOUT`: its served evaluation when it has a vLLM copy (as the
     worklog measured), else the policy's own greedy one; that table."""
-    from mathworklog.files import atomic_path
     name = "final-greedy-vllm" if res.get("final_eval_vllm") else "final-greedy"
     ev = Path(run_dir)/"eval"
     for ext in (".jsonl", ".table.json"):
@@ -405,12 +387,59 @@ def run_row(label: str, start: str, records: list[dict], heldout: list[dict], S:
     kw = dict(model_path=str(start), records=records, run_dir=str(run.path), settings=S.to_dict(),
               eval_records=heldout)
     res = stop_if_nan(run, launch("mathworklog.grpo:train_grpo", kw, apart=True, log=str(run.path/"train.log")))
-    h = mark_heldout(run.path, res)
+    h, first = mark_heldout(run.path, res), res.get("start_eval") or {}
     summary = grpo_summary(run.path) | dict(label=label, start=str(start), steps=res["steps"], seconds=res["seconds"],
                                             heldout_exact=h["exact"], heldout_format=h["format"], scored=h["scored"],
-                                            n_heldout=h["n_questions"], n_train=len(records))
+                                            heldout_exact_start=first.get("exact"), n_heldout=h["n_questions"],
+                                            policy_exact=(res.get("final_eval") or {}).get("exact"),
+                                            n_train=len(records))
     run.update_meta(status="done", results=res, summary=summary)
     return run, summary
+
+# %% ../nbs/07_grpo.ipynb #e0b3d6c4
+@dataclass(frozen=True)
+class ChapterRun:
+    "One GRPO run of this chapter: what it is, where it starts, how its rollouts are made."
+    name: str      # what it is, as the chapter's tables and plots name it
+    start: str     # 'base' (the student), 'strong' (the preset's stronger base), or a warm-up's label: 'sft', 'opd'
+    rollout: str   # a key of `ROLLOUTS`
+    worklog: str   # the worklog's run it plays
+    over: dict = field(default_factory=dict)   # `GRPOSettings` fields on top of the row's
+
+# %% ../nbs/07_grpo.ipynb #a2d5f8e6
+GRPO_RUNS = {   # label → the run; `results_*` labels are rows of the final table (`results.ROWS`)
+    "results_cr6hatom": ChapterRun("base student, bf16 vLLM", "base", "vllm_bf16_unpatched", "cr6hatom",
+                                   dict(eval_policy=False)),
+    "results_sft": ChapterRun("SFT start, bf16 vLLM", "sft", "vllm_bf16_unpatched", "6hqxh39p"),
+    "results_opd": ChapterRun("OPD start, bf16 vLLM", "opd", "vllm_bf16_unpatched", "c0uc1sfx"),
+    "attempt1_token_truncate": ChapterRun("OPD start, bf16 vLLM, token_truncate", "opd", "vllm_bf16_unpatched",
+                                          "6oyljev3", dict(is_mode="token_truncate", eval_policy=False)),
+    "results_fp32": ChapterRun("OPD start, fp32 vLLM", "opd", "vllm_fp32_unpatched", "i7yh9cby"),
+    "results_no_vllm": ChapterRun("SFT start, no vLLM", "sft", "no_vllm", "gdi2sbor"),
+    "entropy_levers": ChapterRun("SFT start, no vLLM, three entropy levers", "sft", "no_vllm", "75nd1lv5",
+                                 dict(entropy_lever="adaptive_entropy+clip_higher+low_lr", eval_start=False)),
+    "results_qwen3": ChapterRun("stronger base, bf16 vLLM", "strong", "vllm_bf16_unpatched", "9ue7k08w",
+                                  dict(eval_policy=False)),
+}
+
+# %% ../nbs/07_grpo.ipynb #c4f7b0a8
+def chapter_settings(label: str, P, buffer: int|None = None, **kw) -> GRPOSettings:
+    "The settings of `GRPO_RUNS[label]` on preset `P`: its row's, `row_steps` long, with the run's own fields."
+    r = GRPO_RUNS[label]
+    return row_settings(P, r.rollout, buffer, **(dict(steps=P.row_steps or P.grpo_steps) | r.over | kw))
+
+# %% ../nbs/07_grpo.ipynb #f7c0e3d1
+def presample_into(model: str, run_dir: str, preset: str,
+                   n: int|None = None,       # training questions (None: the preset's `n_train`)
+                   backend: str = "auto",    # 'auto', 'hf' or 'vllm'
+                  ) -> dict:
+    "Presample `model` (a name or a path) into the run `run_dir`, its RL set saved; its summary (for `procs.launch`)."
+    P, tok, run = get_preset(preset), preset_tokenizer(preset), Run(run_dir)
+    recs = prepare(load_gsm8k("train", n=n or P.n_train, preset=preset))
+    df = re_presample(model_path(model, tok, P), tok, recs, run, SampleSettings.from_preset(P, backend=backend))
+    summary = dict(n=len(df), k=int(df.k.iloc[0]), n_rl=len(save_rl_set(run, df)), buckets=buckets(df))
+    run.update_meta(status="done", summary=summary)
+    return summary
 
 # %% ../nbs/07_grpo.ipynb #8145d4a1
 def token_entropy(model, tokenizer, prompts: list[str], completions: list[str], batch: int = 64) -> float:

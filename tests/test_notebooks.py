@@ -82,8 +82,8 @@ def test_06_opd_raises_exact_and_measures_the_format_slip(tiny_worklog):
 
 
 def test_07_grpo_without_vllm_learns_against_its_control(tiny_worklog):
-    s = latest(tiny_worklog[0], "grpo", "no_vllm")["summary"]
-    assert s["heldout_exact_final"] - s["heldout_exact_start"] >= 0.05, s     # held out, against lr 0 (the start)
+    s = latest(tiny_worklog[0], "grpo", "results_no_vllm")["summary"]
+    assert s["heldout_exact"] - s["heldout_exact_start"] >= 0.05, s     # held out, against lr 0 (the start)
     gain, control = s["correctness_last"] - s["correctness_first"], s["control_correctness_last"] - s[
         "control_correctness_first"]
     assert gain > control and gain > 0, s                                    # the answers, not only the format
@@ -93,10 +93,10 @@ def test_07_grpo_without_vllm_learns_against_its_control(tiny_worklog):
 
 def test_07_grpo_through_unpatched_vllm_stays_flat(tiny_worklog):
     runs = tiny_worklog[0]
-    v, n = latest(runs, "grpo", "vllm_bf16_unpatched")["summary"], latest(runs, "grpo", "no_vllm")["summary"]
+    v, n = latest(runs, "grpo", "results_sft")["summary"], latest(runs, "grpo", "results_no_vllm")["summary"]
     assert v["is_ratio_last"] < v["is_ratio_first"] and v["mismatch_last"] > v["mismatch_first"], v
-    assert abs(v["heldout_exact_final_vllm"] - v["heldout_exact_start_vllm"]) <= 0.02, v  # what its vLLM serves: flat
-    assert n["heldout_exact_final"] - n["heldout_exact_start"] >= 0.05, n                 # the same start learns
+    assert v["scored"] == "final-greedy-vllm" and abs(v["heldout_exact"] - v["heldout_exact_start"]) <= 0.02, v
+    assert n["heldout_exact"] - n["heldout_exact_start"] >= 0.05, n                 # the same start learns
 
 
 def test_08_live_sync_separates(tiny_worklog):

@@ -6,8 +6,8 @@ Covered: the real tokenizer ($MATHWORKLOG_TOKENIZER, which conftest points at ..
 offline fallback (only with MATHWORKLOG_ALLOW_BUNDLED=1); GSM8K from a folder ($MATHWORKLOG_GSM8K) or the bundled
 problems (only with MATHWORKLOG_ALLOW_BUNDLED=1); the hub-style loaders with a hub id and no hub (the library's own
 errors); the learning start, built by the box's runner `bench/gpu_run.sh` (GPU_RUN_PRESET=smoke) as on the H200; and
-chapter 07's library path, `grpo.train_grpo` with `story_settings` of the smoke preset from that start, through TRL's
-colocated vLLM engine (vLLM's CPU backend) and without it. The whole chapter 07 notebook is not run here: it runs five
+chapter 07's library path, `grpo.train_grpo` with `chapter_settings` of the smoke preset from that start, through TRL's
+colocated vLLM engine (vLLM's CPU backend) and without it. The whole chapter 07 notebook is not run here: it runs seven
 GRPO runs, each in a process of its own, plus a presample-sized control (minutes on two cores)."""
 import json, math, os, subprocess, sys
 from pathlib import Path
@@ -142,14 +142,14 @@ def test_grpo_chapter_path_through_colocated_vllm(smoke_world, tmp_path):
     """Chapter 07's first story run on the smoke preset, from the learning start: TRL's colocated vLLM (the CPU
     backend), bf16 weights, the server's transport, no sync fix; evaluated through the engine before and after."""
     pytest.importorskip("vllm")
-    from mathworklog.grpo import story_settings, train_grpo
+    from mathworklog.grpo import chapter_settings, train_grpo
     from mathworklog.runs import read_metrics
     from mathworklog.trace import start_model
     P = get_preset("smoke")
     base = start_model("smoke")
     assert Path(base).name == "learning-start-smoke"
     train, test = (prepare(load_gsm8k(s, n=n, preset="smoke")) for s, n in (("train", P.n_train), ("test", P.n_test)))
-    s = story_settings("vllm_bf16_unpatched", P, None)
+    s = chapter_settings("results_sft", P, None)
     r = train_grpo(model_path=base, records=train, run_dir=str(tmp_path/"grpo"), settings=s.to_dict(),
                    eval_records=test)
     assert (r["steps"], r["rollout"], r["sync_fix"]) == (P.row_steps, "colocate", False), r
@@ -161,14 +161,14 @@ def test_grpo_chapter_path_through_colocated_vllm(smoke_world, tmp_path):
 
 @pytest.mark.bench                  # the HF path of train_grpo runs on every commit in tests/test_grpo.py (tiny preset)
 def test_grpo_chapter_path_without_vllm(smoke_world, tmp_path):
-    "Chapter 07's learner on the smoke preset: the policy samples its own rollouts, evaluated every step and at the end."
-    from mathworklog.grpo import LEARNER, story_settings, train_grpo
+    "Chapter 07's run without vLLM on the smoke preset: the policy samples its own rollouts, scored at start and end."
+    from mathworklog.grpo import chapter_settings, train_grpo
     from mathworklog.trace import start_model
     P = get_preset("smoke")
     train, test = (prepare(load_gsm8k(s, n=n, preset="smoke")) for s, n in (("train", P.n_train), ("test", P.n_test)))
     r = train_grpo(model_path=start_model("smoke"), records=train, run_dir=str(tmp_path/"grpo"),
-                   settings=story_settings(LEARNER, P, None).to_dict(), eval_records=test)
-    assert (r["steps"], r["rollout"]) == (P.grpo_steps, "hf") and r["final_eval"]["n_questions"] == P.n_test, r
+                   settings=chapter_settings("results_no_vllm", P, None).to_dict(), eval_records=test)
+    assert (r["steps"], r["rollout"]) == (P.row_steps, "hf") and r["final_eval"]["n_questions"] == P.n_test, r
     assert r["model_dir"] and any(Path(r["model_dir"]).iterdir()), r                 # the run saved its model/
 
 
@@ -176,8 +176,9 @@ def test_grpo_chapter_path_without_vllm(smoke_world, tmp_path):
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_chapter_07_notebook_on_the_smoke_preset(smoke_world, tmp_path):
-    """`papermill nbs/07_grpo.ipynb -p preset smoke` from the learning start: the whole chapter, its five story runs
-    each in a process of its own (three through colocated vLLM), without an error (3.5 minutes on two busy cores)."""
+    """`papermill nbs/07_grpo.ipynb -p preset smoke` from the learning start: the whole chapter, its seven runs (the
+    stronger base is not run: smoke names none), each in a process of its own (five through colocated vLLM), without
+    an error."""
     pytest.importorskip("vllm")
     pytest.importorskip("papermill")
     out = tmp_path/"07_grpo.smoke.ipynb"
