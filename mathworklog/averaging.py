@@ -191,7 +191,8 @@ def plot_rl_runs(runs: dict,                # label (what the run is) → its pe
             ax.annotate(note, (spans[label][0 if end == "start" else 1], v), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")
         ax.set(title=name, xlabel="RL step (the runs one after another)", ylabel=unit)
-    axes[0].legend(fontsize=7, loc="best")
+    leg = {l: h for ax in axes for h, l in zip(*ax.get_legend_handles_labels())}   # one legend, under the panels
+    fig.legend(leg.values(), leg.keys(), loc="lower center", ncol=len(leg), fontsize=8)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
