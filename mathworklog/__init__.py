@@ -2,7 +2,7 @@
 
 Modules:
 
-- `mathworklog.averaging`: When RL plateaus: average the run's LoRA checkpoints by their full updates (the mean of B·A, never mean B × mean A), presample the average again, and give the questions it still fails to a teacher.
+- `mathworklog.averaging`: When RL plateaus: run it to its plateau with a checkpoint every few steps, average the checkpoints by their full LoRA updates, presample the average again, give the questions it still fails to a teacher, and run RL after each.
 - `mathworklog.boundaries`: Every place the library reads from outside itself, what it expects there, and what happens when it is not so: a table, and `check_boundaries`, which looks at all of them on this machine.
 - `mathworklog.chain`: Chapters read each other's runs. This runs a set of chapter notebooks through papermill in the order their reads allow, two at a time where they are independent, each in a process the caller owns; and it lets a chapter run alone by running, first, the chapters whose runs it needs.
 - `mathworklog.check`: The check every GRPO + LoRA + vLLM-server user should run first: one LoRA update pushed through TRL's own client into a running server, and which tensors arrived (`mathworklog-check-sync`).

@@ -1,5 +1,5 @@
-"""When RL plateaus: average the run's LoRA checkpoints by their full updates (the mean of B·A, never mean B × mean
-A), presample the average again, and give the questions it still fails to a teacher.
+"""When RL plateaus: run it to its plateau with a checkpoint every few steps, average the checkpoints by their full
+LoRA updates, presample the average again, give the questions it still fails to a teacher, and run RL after each.
 
 Docs: https://mathworklog.github.io/mathworklog/checkpoint_averaging.html.md"""
 
@@ -15,8 +15,9 @@ from .settings import lora_scaling
 from .files import atomic_write_text, fresh_path
 
 # %% auto #0
-__all__ = ['read_adapter', 'lora_updates', 'average_updates', 'naive_average', 'flat_updates', 'diagnostics', 'merge_average',
-           'average_as_adapter', 'last_checkpoints', 'bucket_summary']
+__all__ = ['BUCKETS', 'PANELS', 'read_adapter', 'lora_updates', 'average_updates', 'naive_average', 'flat_updates', 'diagnostics',
+           'merge_average', 'average_as_adapter', 'last_checkpoints', 'bucket_summary', 'bucket_flags',
+           'weak_questions', 'plot_rl_runs']
 
 # %% ../nbs/09_checkpoint_averaging.ipynb #7d791a83
 def read_adapter(path) -> tuple[dict, dict]:
@@ -144,3 +145,54 @@ def bucket_summary(df, scoring: str = "lenient") -> dict:
     k, c = int(df.k.iloc[0]), df[f"correct_{scoring}"]
     return dict(zero=int((c == 0).sum()), learnable=int(((c > 0) & (c < k)).sum()), full=int((c == k).sum()),
                 mean=float(c.sum() / (k * len(df))))
+
+# %% ../nbs/09_checkpoint_averaging.ipynb #a9e1c00b
+BUCKETS = ("zero", "learnable", "full")   # 0/k, 1…k−1, k/k
+
+def bucket_flags(df, bucket: str = "learnable", scoring: str = "lenient") -> dict:
+    "Question → 1 when a presample put it in `bucket` (`BUCKETS`: 0/k, 1…k−1 or k/k correct), else 0."
+    from mathworklog.settings import valid_choice
+    valid_choice("bucket", bucket, BUCKETS)
+    k = df.k.astype(int)
+    c = df[f"correct_{scoring}"]
+    hit = {"zero": c == 0, "learnable": (c > 0) & (c < k), "full": c == k}[bucket]
+    return dict(zip(df.idx.astype(int), hit.astype(int)))
+
+# %% ../nbs/09_checkpoint_averaging.ipynb #a9e1c00d
+def weak_questions(df, cut: int = 3, scoring: str = "lenient") -> list[int]:
+    "Idx of the questions a presample solved at most `cut` times in 8, scaled to its k (⌊cut·k/8⌋), in its order."
+    k = int(df.k.iloc[0])
+    return [int(i) for i, c in zip(df.idx, df[f"correct_{scoring}"]) if c <= cut * k // 8]
+
+# %% ../nbs/09_checkpoint_averaging.ipynb #a9e1c010
+PANELS = (("entropy", "entropy", "nats/token", 1),
+          ("zero_signal/total", "groups with no signal", "% of groups", 100),
+          ("rewards/exact_check/mean", "exact answers on training batches", "% of samples", 100))
+
+def plot_rl_runs(runs: dict,                # label (what the run is) → its per-step metrics, with `step`
+                 marks: dict|None = None,   # column → [(run label, 'start' or 'end', value in the panel's unit, note)]
+                 title: str = ""):
+    "The runs end to end on one step axis, a panel per series of `PANELS` (raw and 5-step mean); `marks` as stars."
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(5.2 * len(PANELS), 3.6))
+    spans, x0 = {}, 0
+    for i, (label, m) in enumerate(runs.items()):
+        x = x0 + m.step.to_numpy()
+        spans[label], x0 = (x.min(), x.max()), x.max()
+        for ax, (col, _, _, f) in zip(axes, PANELS):
+            y = f * m[col].astype(float)
+            ax.plot(x, y, lw=0.6, alpha=0.4, color=f"C{i}")
+            ax.plot(x, y.rolling(5, min_periods=1).mean(), lw=1.6, color=f"C{i}", label=label)
+            if i: ax.axvline(spans[label][0] - 0.5, color="0.6", lw=0.8, ls="--")
+    for ax, (col, name, unit, _) in zip(axes, PANELS):
+        pts = (marks or {}).get(col, [])
+        for j, (label, end, v, note) in enumerate(pts):
+            ax.plot(spans[label][0 if end == "start" else 1], v, "k*", ms=9, label="worklog" if j == 0 else None)
+            ax.annotate(note, (spans[label][0 if end == "start" else 1], v), fontsize=7, xytext=(3, 3),
+                        textcoords="offset points")
+        ax.set(title=name, xlabel="RL step (the runs one after another)", ylabel=unit)
+    leg = {l: h for ax in axes for h, l in zip(*ax.get_legend_handles_labels())}   # one legend, under the panels
+    fig.legend(leg.values(), leg.keys(), loc="lower center", ncol=len(leg), fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    return fig
