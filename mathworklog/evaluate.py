@@ -85,10 +85,9 @@ def heldout_eval(generator, tokenizer, test: list[dict], run=None,
                                        **kw)[1])
 
 # %% ../nbs/02_baseline.ipynb #23fa4f52
-def eval_scores(run, name: str = HELDOUT,
-                criterion: str = "exact") -> dict:   # one of `CRITERIA`
-    """A greedy evaluation saved under `run` (`eval/<name>.jsonl`) as {question: 0 or 1} on `criterion`: what a paired
-    comparison of two runs on the same questions takes (`findings.paired_finding`)."""
+def eval_scores(run, name: str = HELDOUT, criterion: str = "exact") -> dict:
+    """A greedy evaluation saved under `run` (`eval/<name>.jsonl`) as {question: 0 or 1} on `criterion` (one of
+    `CRITERIA`): what a paired comparison of two runs on the same questions takes (`findings.paired_finding`)."""
     from mathworklog.settings import valid_choice
     valid_choice("criterion", criterion, CRITERIA)
     p = Path(run.path if hasattr(run, "path") else run)/"eval"/f"{name}.jsonl"

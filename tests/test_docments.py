@@ -7,7 +7,7 @@ from fastcore.docments import docments
 ROOT = Path(__file__).resolve().parent.parent
 
 # Left for their notebooks' owners (02_baseline, 07_grpo, 00g_world): a `**kwargs` comment that docments give the return.
-KNOWN = {"evaluate.evaluate_model", "grpo.train_grpo", "world.world_problems"}
+KNOWN = {"evaluate.evaluate_model", "world.world_problems"}
 
 def public_functions():
     "(module.name, function) for every public function of the package and every public method of its classes."
