@@ -21,7 +21,7 @@ __all__ = ['TAGS', 'SYSTEM_PROMPT', 'NUM_RE', 'GSM8K_FILE', 'GSM8K_SIZES', 'make
            'format_number', 'numbers_equal', 'distinct_numbers', 'reference_answer', 'reference_steps', 'to_tag_format',
            'completion_text', 'between', 'solution_text', 'strict_answer', 'first_number', 'last_number',
            'lenient_answers', 'exact_format', 'answer_value', 'grade', 'gsm8k_source', 'require_gsm8k', 'load_gsm8k',
-           'prepare', 'preset_tokenizer']
+           'prepare', 'preset_tokenizer', 'MissingColumnError', 'per_completion']
 
 # %% ../nbs/01_data.ipynb #326ae6fe
 TAGS = ("<start_working_out>", "<end_working_out>", "<SOLUTION>", "</SOLUTION>")
@@ -279,3 +279,40 @@ def preset_tokenizer(preset="tiny"):
         raise ValueError(f"preset {p.name!r} reads a {p.vocab_size:,}-token tokenizer, but data/scale/tokenizer has "
                          f"{len(tok):,} tokens: the preset and the shipped scale model disagree.")
     return tok
+
+# %% ../nbs/01_data.ipynb #7f215ed6
+class MissingColumnError(ValueError):
+    "A reward needs a dataset column the trainer did not pass: the training dataset lacks it."
+
+# %% ../nbs/01_data.ipynb #f5dd7f20
+def _missing_columns(name: str, missing: list) -> str:
+    cols = " and ".join(f"`{c}`" for c in missing)
+    return (f"{name} needs a {cols} column in the training dataset, and the trainer passed none: the dataset has no "
+            f"{cols} column. Make the rows with `mathworklog.data.prepare(rows)`, which adds `prompt`, `answer` and "
+            f"`steps` to GSM8K's question/answer rows, and keep those columns when building the dataset.")
+
+# %% ../nbs/01_data.ipynb #0d67e26a
+def _listed(v, n: int, nested: bool = False) -> list:
+    "A column as one value per completion: a list as it is, a single value repeated."
+    is_list = isinstance(v, (list, tuple)) and (not nested or not v or isinstance(v[0], (list, tuple, type(None))))
+    return list(v) if is_list else [v] * n
+
+# %% ../nbs/01_data.ipynb #a82c331b
+def per_completion(score=None, *, needs: tuple = ()):
+    """Turn `score(text, answer, steps) -> float` into a TRL reward function: no completion makes it raise; a missing
+    `needs` column does."""
+    if score is None: return lambda s: per_completion(s, needs=needs)
+    def reward(prompts=None, completions=None, **columns) -> list[float]:
+        if missing := [c for c in needs if c not in columns]:
+            raise MissingColumnError(_missing_columns(score.__name__, missing))
+        completions = list(completions or [])
+        answers = _listed(columns.get("answer"), len(completions))
+        stepss = _listed(columns.get("steps"), len(completions), nested=True)
+        out = []
+        for i, c in enumerate(completions):
+            try: out.append(float(score(completion_text(c), answers[i] if i < len(answers) else None,
+                                        list((stepss[i] if i < len(stepss) else None) or []))))
+            except Exception: out.append(0.0)
+        return out
+    reward.__name__, reward.__doc__ = score.__name__, score.__doc__
+    return reward

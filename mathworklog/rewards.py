@@ -11,53 +11,17 @@ from __future__ import annotations
 import random
 import numpy as np
 import pandas as pd
-from .data import (TAGS, answer_value, between, grade, completion_text, distinct_numbers, exact_format,
-                              lenient_answers, parse_number, render_prompt, solution_text, strict_answer)
+from .data import (TAGS, MissingColumnError, answer_value, between, grade, completion_text, distinct_numbers,
+                              exact_format, lenient_answers, parse_number, per_completion, render_prompt, solution_text,
+                              strict_answer)
 
 # %% auto #0
-__all__ = ['REWARD_FUNCS', 'REWARD_WEIGHTS', 'REWARD_MAX', 'MAX_TOTAL', 'ROLLOUT_SHARES', 'MissingColumnError', 'per_completion',
-           'correctness_check', 'format_check', 'tag_check', 'lenient_correctness_check', 'exact_check',
-           'reasoning_text', 'step_check', 'solution_number_check', 'weights_list', 'reward_table', 'score_completions',
-           'group_table', 'rollout_shares', 'group_advantages', 'zero_signal_share', 'zero_signal_table',
-           'signal_questions', 'filter_counts', 'step_check_spread', 'evidence_frame', 'draw_questions',
-           'first_run_groups', 'sample_rollouts', 'add_rewards']
-
-# %% ../nbs/03_rewards.ipynb #7f215ed6
-class MissingColumnError(ValueError):
-    "A reward needs a dataset column the trainer did not pass: the training dataset lacks it."
-
-# %% ../nbs/03_rewards.ipynb #f5dd7f20
-def _missing_columns(name: str, missing: list) -> str:
-    cols = " and ".join(f"`{c}`" for c in missing)
-    return (f"{name} needs a {cols} column in the training dataset, and the trainer passed none: the dataset has no "
-            f"{cols} column. Make the rows with `mathworklog.data.prepare(rows)`, which adds `prompt`, `answer` and "
-            f"`steps` to GSM8K's question/answer rows, and keep those columns when building the dataset.")
-
-# %% ../nbs/03_rewards.ipynb #0d67e26a
-def _listed(v, n: int, nested: bool = False) -> list:
-    "A column as one value per completion: a list as it is, a single value repeated."
-    is_list = isinstance(v, (list, tuple)) and (not nested or not v or isinstance(v[0], (list, tuple, type(None))))
-    return list(v) if is_list else [v] * n
-
-# %% ../nbs/03_rewards.ipynb #a82c331b
-def per_completion(score=None, *, needs: tuple = ()):
-    """Turn `score(text, answer, steps) -> float` into a TRL reward function: no completion makes it raise; a missing
-    `needs` column does."""
-    if score is None: return lambda s: per_completion(s, needs=needs)
-    def reward(prompts=None, completions=None, **columns) -> list[float]:
-        if missing := [c for c in needs if c not in columns]:
-            raise MissingColumnError(_missing_columns(score.__name__, missing))
-        completions = list(completions or [])
-        answers = _listed(columns.get("answer"), len(completions))
-        stepss = _listed(columns.get("steps"), len(completions), nested=True)
-        out = []
-        for i, c in enumerate(completions):
-            try: out.append(float(score(completion_text(c), answers[i] if i < len(answers) else None,
-                                        list((stepss[i] if i < len(stepss) else None) or []))))
-            except Exception: out.append(0.0)
-        return out
-    reward.__name__, reward.__doc__ = score.__name__, score.__doc__
-    return reward
+__all__ = ['REWARD_FUNCS', 'REWARD_WEIGHTS', 'REWARD_MAX', 'MAX_TOTAL', 'ROLLOUT_SHARES', 'correctness_check', 'format_check',
+           'tag_check', 'lenient_correctness_check', 'exact_check', 'reasoning_text', 'step_check',
+           'solution_number_check', 'weights_list', 'reward_table', 'score_completions', 'group_table',
+           'rollout_shares', 'group_advantages', 'zero_signal_share', 'zero_signal_table', 'signal_questions',
+           'filter_counts', 'step_check_spread', 'evidence_frame', 'draw_questions', 'first_run_groups',
+           'sample_rollouts', 'add_rewards']
 
 # %% ../nbs/03_rewards.ipynb #12076fb9
 @per_completion(needs=("answer",))
