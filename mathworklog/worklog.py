@@ -224,16 +224,18 @@ def _texts() -> set:
     "Every text a 'worklog' cell may hold besides numbers: figures' texts, reasons, and the marks of no figure."
     out = {"", "—", "-", "...", "…", "nan", "none", "<na>"}
     for f in WORKLOG_FIGURES.values():
-        out |= {_norm(worklog_text(f.key)), _norm(render_value(f.value, "", f.form))}
+        out |= {_norm(worklog_text(f.key)), _norm(render_value(f.value, "", f.form)),
+                _norm(f"{f.what}: {worklog_text(f.key)}")}                    # as a finding's worklog side has it
         if f.reproduced is not True: out |= {_norm(f.reproduced), _norm(f"not reproduced: {f.reproduced}")}
     return out
 
 # %% ../nbs/00e_worklog.ipynb #9c37bc18
 def worklog_cell_ok(cell) -> bool:
-    "Whether one cell of a 'worklog' column renders something the table holds (see above)."
+    "Whether one cell of a 'worklog' column renders something the table holds (see above); '; ' joins several."
     t, texts = _norm(cell), _texts()
     if t in texts: return True
     if t.endswith(("...", "…")): return any(x.startswith(t.rstrip(".…").strip()) for x in texts)
+    if "; " in t and all(worklog_cell_ok(part) for part in t.split("; ")): return True
     nums = numbers_in(t)
     return bool(nums) and any(all(any(_same(p, n, pct, f.unit) for p in _parts(f.value)) for n, pct in nums)
                               for f in WORKLOG_FIGURES.values())
