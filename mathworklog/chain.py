@@ -8,7 +8,7 @@ Docs: https://mathworklog.github.io/mathworklog/chain.html.md"""
 
 # %% ../nbs/00h_chain.ipynb #1e4f5061
 from __future__ import annotations
-import concurrent.futures as cf, contextlib, os, subprocess, sys, time
+import concurrent.futures as cf, contextlib, json, os, subprocess, sys, time
 from pathlib import Path
 from .settings import CHAPTER_NEEDS, CHAPTER_RUNS, CHAPTERS, MissingResourceError, get_preset, valid_choice
 from .files import project_root
@@ -73,10 +73,17 @@ def ready(stem: str, done: set, todo: list[str]) -> bool:
     return all(n in done or n not in todo for n in needs)
 
 # %% ../nbs/00h_chain.ipynb #c0a7ed6b
-def past_seconds(preset: str, root: Path) -> dict:
-    "Each chapter's seconds in the newest finished whole-worklog run of `preset` under `root` ({} when there is none)."
+def past_seconds(preset: str,               # whose runs
+                 root: Path,                # the runs folder
+                 record: Path|None = None,  # the exported record to fall back on (default: the clone's)
+                ) -> dict:
+    """Each chapter's seconds in the newest finished whole-worklog run of `preset` under `root`; with none there (a
+    fresh clone), those of the committed record of the last one, `bench/cpu/worklog_<preset>.json`; else {}."""
     done = find_runs("worklog", preset, root, status="done")
-    return dict((done[-1].meta.get("results") or {}).get("seconds") or {}) if done else {}
+    if done: return dict((done[-1].meta.get("results") or {}).get("seconds") or {})
+    record = record or project_root()/"bench"/"cpu"/f"worklog_{preset}.json"
+    try: return dict(json.loads(Path(record).read_text()).get("seconds") or {})
+    except (OSError, ValueError): return {}
 
 # %% ../nbs/00h_chain.ipynb #3e0b1c2d
 def run_chapters(stems: list[str], preset: str, wl: Run,
