@@ -76,7 +76,7 @@ def staircase(preset: str = "tiny", worklog_run: str|None = None, root=None, row
     for row in rows:
         r = labelled(row.key, preset, worklog_run, root)
         s, m = heldout_scores(r) if r else {}, (r.meta.get("summary") or {}) if r else {}
-        out.append(dict(run=WORKLOG_FIGURES[row.key].what, worklog_run_id=WORKLOG_FIGURES[row.key].run,
+        out.append(dict(run=WORKLOG_FIGURES[row.key].what, wandb_run=WORKLOG_FIGURES[row.key].run,
                         worklog_exact=worklog_figure(row.key),
                         heldout_exact=round(100 * sum(s.values()) / len(s), 1) if s else None, n_heldout=len(s),
                         run_id=r.id if r else None, start=row.start, steps=m.get("steps"),
@@ -160,6 +160,7 @@ def series_lessons(preset: str, worklog_run: str|None, root=None, n: int|None = 
     if plateau is None: return [Finding("plateau", "10_results", "At the plateau entropy falls and the groups without "
                                         "signal at least double", "—", "not run", "no plateau run here")]
     m = read_metrics(plateau.path)
+    m = m[m["reward"].notna()] if "reward" in m else m       # the steps, not the summary line metrics.jsonl ends on
     n = n or max(3, len(m) // 5)
     ent = trend_finding("plateau_entropy", "10_results", "At the plateau, entropy falls", m["entropy"].tolist(), n,
                         "<", "entropy", ("cr17x4tb_entropy",) if "cr17x4tb_entropy" in WORKLOG_FIGURES else ())
@@ -180,7 +181,7 @@ def series_lessons(preset: str, worklog_run: str|None, root=None, n: int|None = 
                                   "learnable (1…7 of 8)", learn(after), learn(before),
                                   ("after OPD round two", "the average"), ">", ("opd2_more_learnable",)))
     if repres is not None:
-        r0 = read_metrics(repres.path)["zero_signal/total"].tolist()[:n]
+        r0 = read_metrics(repres.path)["zero_signal/total"].dropna().tolist()[:n]
         drop = paired_finding("repres_zero_signal", "10_results", "Re-presampling drops the groups without signal",
                               dict(enumerate(r0)), dict(enumerate(zs[-n:])), ("re-presampled run, first steps",
                               "plateau run, last steps"), "<")

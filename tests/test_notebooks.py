@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-NBS = [p for p in sorted((ROOT / "nbs").glob("[0-9][0-9]_*.ipynb")) if p.name >= "02"]   # the chapters
+from mathworklog.settings import CHAPTERS
+NBS = [ROOT / "nbs" / f"{c}.ipynb" for c in CHAPTERS]   # the chapters
 
 
 @pytest.fixture(scope="session")
@@ -62,7 +63,11 @@ def test_02_baseline_right_math_wrong_place(tiny_worklog):
 
 
 def test_04_presample_has_all_three_buckets(tiny_worklog):
-    s = latest(tiny_worklog[0], "presample")["summary"]
+    from mathworklog.runs import find_runs
+    base = [r for r in find_runs("presample", "tiny", root=tiny_worklog[0], status="done")
+            if not r.meta.get("params", {}).get("label")]                    # 04's own, not 07's presample_strong
+    assert base, "no presample of the base student"
+    s = base[-1].meta["summary"]
     strict = s["buckets"]["strict"]
     assert all(v > 0 for v in strict.values()) and len(strict) == 3, strict
     assert 0 < s["strict0_lenient_right"] <= 1, s
@@ -81,22 +86,22 @@ def test_06_opd_raises_exact_and_measures_the_format_slip(tiny_worklog):
     assert s["kl_after"] < s["kl_before"], s
 
 
-def test_07_grpo_without_vllm_learns_against_its_control(tiny_worklog):
-    s = latest(tiny_worklog[0], "grpo", "results_no_vllm")["summary"]
-    assert s["heldout_exact"] - s["heldout_exact_start"] >= 0.05, s     # held out, against lr 0 (the start)
-    gain, control = s["correctness_last"] - s["correctness_first"], s["control_correctness_last"] - s[
-        "control_correctness_first"]
-    assert gain > control and gain > 0, s                                    # the answers, not only the format
-    assert s["entropy_last"] < s["entropy_first"], s
-    assert s["zero_signal_last"] > s["zero_signal_first"], s
+def chapter_findings(runs: Path, chapter: str) -> dict:
+    "The findings a chapter wrote into its runs' meta.json, by key."
+    from mathworklog.runs import find_runs
+    return {f["key"]: f for r in find_runs(None, "tiny", root=runs) for f in r.meta.get("findings") or []
+            if f["chapter"] == chapter}
 
 
-def test_07_grpo_through_unpatched_vllm_stays_flat(tiny_worklog):
-    runs = tiny_worklog[0]
-    v, n = latest(runs, "grpo", "results_sft")["summary"], latest(runs, "grpo", "results_no_vllm")["summary"]
-    assert v["is_ratio_last"] < v["is_ratio_first"] and v["mismatch_last"] > v["mismatch_first"], v
-    assert v["scored"] == "final-greedy-vllm" and abs(v["heldout_exact"] - v["heldout_exact_start"]) <= 0.02, v
-    assert n["heldout_exact"] - n["heldout_exact_start"] >= 0.05, n                 # the same start learns
+def test_07_through_unpatched_vllm_flat_without_it_learns(tiny_worklog):
+    """Through unpatched bf16 vLLM the served model stays flat while the importance-sampling ratio falls; from the
+    same SFT start without vLLM it learns: each a paired or windowed comparison with its 95% interval (chapter 07)."""
+    f = chapter_findings(tiny_worklog[0], "07_grpo")
+    for key in ("grpo_sft_vllm_flat", "grpo_is_ratio_falls", "grpo_bf16_mismatch_grows", "grpo_no_vllm_learns",
+                "grpo_no_vllm_beats_vllm", "attempt1_ratio_near_one", "grpo_strong_base_learns"):
+        assert key in f and f[key]["verdict"] == "holds", f.get(key)
+    v = latest(tiny_worklog[0], "grpo", "results_sft")["summary"]
+    assert v["scored"] == "final-greedy-vllm" and v["is_ratio_last"] < v["is_ratio_first"], v
 
 
 def test_08_live_sync_separates(tiny_worklog):
@@ -157,14 +162,13 @@ def test_shared_beside_gives_the_same_numbers(tiny_worklog, tmp_path):
 # expected failures, not skipped: the test still runs, checks that the verdict agrees with the interval, and reports
 # XPASS the day a lesson holds. Never move a lesson here to make the suite pass without a measurement that says so.
 NOT_AT_THIS_SCALE = {
-    "fix_pays": "fp32 fixed vs unpatched from the same OPD start: -1.0 [-2.0, 0.0] points at GRPO lr 8e-4 (2,000 "
-                "held-out questions); at lr 2e-3 +2.1 [+0.6, +3.7] with seed 0 but +0.8 [-0.6, +2.2] with seed 1",
-    "average_repres": "the average's re-presampled RL against the plateau run: -0.6 points in the prototype",
-    "last_is_best": "OPD round two's RL (0.320) below fp32 OPD's unpatched RL (0.328) in the prototype",
-    "plateau_entropy": "60 steps at the tiny preset do not reach the worklog's plateau",
-    "plateau_zero_signal": "60 steps at the tiny preset do not reach the worklog's plateau",
-    "opd2_learnable": "+0.8 points of learnable questions, interval across 0, in the prototype",
-    "repres_zero_signal": "measured only once the plateau is reached",
+    "fix_pays": "fp32 fixed vs unpatched from the same OPD start is within noise here (at GRPO lr 2e-3 it held with one "
+                "seed and not with another: both figures in the closing note of issue 39)",
+    "last_is_best": "OPD round two's 30 RL steps end below the best earlier student row",
+    "plateau_entropy": "the plateau run's 60 steps at the tiny preset do not collapse its entropy",
+    "plateau_zero_signal": "the plateau run's 60 steps at the tiny preset do not double its zero-signal groups",
+    "opd2_learnable": "OPD round two's change in learnable questions is within noise",
+    "repres_zero_signal": "without a plateau, re-presampling has no silent groups to remove",
 }
 
 
@@ -181,7 +185,7 @@ def test_results_table_has_every_row_scored_on_one_split(tiny_worklog):
     assert [r["key"] for r in rows] == [r.key for r in ROWS]
     for r in rows:
         assert r["run_id"] and r["heldout_exact"] is not None, r
-        assert 0 <= r["heldout_exact"] <= 1 and r["n_heldout"] >= 1000 and r["steps"] > 0, r
+        assert 0 <= r["heldout_exact"] <= 100 and r["n_heldout"] >= 1000 and r["steps"] > 0, r   # in points
     assert len({r["n_heldout"] for r in rows}) == 1, rows                     # one split for every row
 
 
