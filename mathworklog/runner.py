@@ -164,13 +164,13 @@ def _progress(total: int):
 
 # %% ../nbs/11_runner.ipynb #3cab18df
 def run_worklog(preset: str = "tiny", only: list | None = None, skip_results: bool = False,
-                jobs: int | None = None,      # chapters at once (None: 1 on a GPU, else up to 2 of the cores)
+                jobs: int | None = None,      # chapters at once (None: 1 on a GPU, else one more than the cores)
                 progress: bool = True) -> Run:
     "Execute the chapters with papermill (`-p preset …`) into a worklog run folder, then its pages; the run."
     need_clone("run_worklog")
     for lib in ("papermill", "nbformat", "nbconvert"): require(lib)       # before any chapter runs, not after the last
     todo = [c for c in CHAPTERS if not (only and c not in only) and not (skip_results and c.startswith("10_"))]
-    jobs = jobs or (1 if on_gpu() else max(1, min(2, os.cpu_count() or 1)))
+    jobs = jobs or (1 if on_gpu() else (os.cpu_count() or 1) + 1)
     wl = new_run("worklog", preset, params=dict(only=only, jobs=jobs))
     bar, event = _progress(len(todo)) if progress else (None, None)
     try: res = run_chapters(todo, preset, wl, jobs, event)
