@@ -172,6 +172,19 @@ def _worklog_var(tmp, env, case, monkeypatch):
     return "the checks skip"
 
 
+@fault("$MATHWORKLOG_WORKLOG_RUN", "unset")
+def _worklog_run_var(tmp, env, case):
+    "A chapter run alone has no whole-worklog run of its own: the results read the newest finished one, or none."
+    from mathworklog import results
+    env(MATHWORKLOG_RUNS=str(tmp/"runs"), MATHWORKLOG_WORKLOG_RUN=None)
+    assert results.current_worklog_run("tiny") is None
+    wl = runs.new_run("worklog", "tiny")
+    assert results.current_worklog_run("tiny") is None                    # a worklog still running is not read
+    wl.update_meta(status="done")
+    assert results.current_worklog_run("tiny") == wl.id
+    return "a chapter run alone: results read the newest finished worklog run"
+
+
 # ------------------------------------------------------------------------------------------------------- dependencies
 for name in OPTIONAL:
     @fault(name, "absent", "unsupported version")
