@@ -289,8 +289,9 @@ def test_nan_guard_grpo_eval_never_samples_nan_weights(tmp_path, tiny):
                      eval_records=prepare(load_gsm8k("test", n=2)),
                      eval_every=1, eval_k=1, eval_batch_size=4, callbacks=[NaNGradients()])
     assert res["nan_step"] == 1 and res["steps"] == 1 and res["final_eval"] is None and res["model_dir"] is None
-    # no save, no sampling
-    assert not list((run.path/"checkpoints").glob("checkpoint-*")) and not (run.path/"eval").exists()
+    # no save, and no sampling after the guard fired: only the start's evaluation, made before the first step
+    assert not list((run.path/"checkpoints").glob("checkpoint-*"))
+    assert all(p.name.startswith("start-") for p in (run.path/"eval").glob("*")), list((run.path/"eval").glob("*"))
     with pytest.raises(NonFiniteRunError, match="status='nan'"): stop_if_nan(run, res)
     assert run.meta["status"] == "nan"
 
