@@ -86,20 +86,20 @@ def test_06_opd_raises_exact_and_measures_the_format_slip(tiny_worklog):
     assert s["kl_after"] < s["kl_before"], s
 
 
-def chapter_findings(runs: Path, chapter: str) -> dict:
-    "The findings a chapter wrote into its runs' meta.json, by key."
-    from mathworklog.runs import find_runs
-    return {f["key"]: f for r in find_runs(None, "tiny", root=runs) for f in r.meta.get("findings") or []
-            if f["chapter"] == chapter}
+def chapter_findings(tiny_worklog, chapter: str) -> dict:
+    "The findings a chapter wrote into its runs' meta.json, by key (`results.chapter_findings`)."
+    from mathworklog.results import chapter_findings as found
+    runs, wl, _ = tiny_worklog
+    return {f.key: f for f in found("tiny", wl.name, runs) if f.chapter == chapter}
 
 
 def test_07_through_unpatched_vllm_flat_without_it_learns(tiny_worklog):
     """Through unpatched bf16 vLLM the served model stays flat while the importance-sampling ratio falls; from the
     same SFT start without vLLM it learns: each a paired or windowed comparison with its 95% interval (chapter 07)."""
-    f = chapter_findings(tiny_worklog[0], "07_grpo")
+    f = chapter_findings(tiny_worklog, "07_grpo")
     for key in ("grpo_sft_vllm_flat", "grpo_is_ratio_falls", "grpo_bf16_mismatch_grows", "grpo_no_vllm_learns",
                 "grpo_no_vllm_beats_vllm", "attempt1_ratio_near_one", "grpo_strong_base_learns"):
-        assert key in f and f[key]["verdict"] == "holds", f.get(key)
+        assert key in f and f[key].verdict == "holds", f.get(key)
     v = latest(tiny_worklog[0], "grpo", "results_sft")["summary"]
     assert v["scored"] == "final-greedy-vllm" and v["is_ratio_last"] < v["is_ratio_first"], v
 
@@ -230,13 +230,9 @@ def shown_text(nb: Path) -> str:
 def test_findings_that_do_not_hold_are_said(tiny_worklog):
     """Every finding a chapter wrote that does not hold (or holds partly) is said in that chapter's executed notebook,
     in the words `findings.say` gives it, computed from the run."""
-    from mathworklog.findings import Finding, say
+    from mathworklog.findings import say
+    from mathworklog.results import chapter_findings as found
     runs, wl, p = tiny_worklog
-    from mathworklog.runs import find_runs
-    missing = []
-    for r in find_runs(None, "tiny", root=runs, worklog_run=wl.name):
-        for f in r.meta.get("findings") or []:
-            if f["verdict"] == "holds" or f["chapter"] == "10_results": continue
-            said = shown_text(wl / f"{f['chapter']}.ipynb")
-            if say(Finding(**f)) not in said: missing.append((f["chapter"], f["key"]))
+    missing = [(f.chapter, f.key) for f in found("tiny", wl.name, runs)
+               if f.verdict != "holds" and say(f) not in shown_text(wl / f"{f.chapter}.ipynb")]
     assert not missing, missing
