@@ -10,14 +10,15 @@ Docs: https://mathworklog.github.io/mathworklog/chain.html.md"""
 from __future__ import annotations
 import concurrent.futures as cf, contextlib, json, os, subprocess, sys, time
 from pathlib import Path
-from .settings import CHAPTER_NEEDS, CHAPTER_RUNS, CHAPTERS, MissingResourceError, get_preset, valid_choice
+from .settings import (CHAPTER_NEEDS, CHAPTER_RUNS, CHAPTERS, MissingResourceError, get_preset, on_gpu,
+                                  valid_choice)
 from .files import project_root
 from .procs import OwnedProcess
 from .runs import Run, find_runs, new_run
 
 # %% auto #0
-__all__ = ['UPSTREAM_MODES', 'upstream', 'missing_upstream', 'execute_chapter', 'ready', 'past_seconds', 'run_chapters',
-           'ensure_upstream']
+__all__ = ['UPSTREAM_MODES', 'upstream', 'missing_upstream', 'execute_chapter', 'ready', 'chapter_threads', 'past_seconds',
+           'run_chapters', 'ensure_upstream']
 
 # %% ../nbs/00h_chain.ipynb #2a617283
 def upstream(stem: str) -> list[str]:
@@ -42,13 +43,15 @@ def missing_upstream(stem: str, preset: str = "tiny", root=None) -> list[str]:
 
 # %% ../nbs/00h_chain.ipynb #3ac7d8e9
 def execute_chapter(stem: str, out: Path, preset: str, worklog_run: str|None = None,
-                    log: Path|None = None,   # the kernel's own output (warnings, progress): here, not shown
+                    log: Path|None = None,       # the kernel's own output (warnings, progress): here, not shown
+                    threads: int|None = None,    # torch's CPU threads in the kernel and its children (None: as set)
                    ) -> float:
     "One chapter notebook through papermill, in a process this one owns; its wall-clock seconds, or an error."
     nb = project_root()/"nbs"/f"{stem}.ipynb"
     log = Path(log or Path(out).with_suffix(".log"))
     log.parent.mkdir(parents=True, exist_ok=True)
     env = os.environ | ({"MATHWORKLOG_WORKLOG_RUN": worklog_run} if worklog_run else {})
+    env |= {"MATHWORKLOG_CPU_THREADS": str(threads)} if threads else {}
     cmd = [sys.executable, "-m", "papermill", str(nb), str(out), "-p", "preset", preset, "--cwd", str(nb.parent),
            "--kernel", "python3", "--no-progress-bar", "--log-level", "WARNING"]
     t0 = time.perf_counter()
@@ -72,6 +75,16 @@ def ready(stem: str, done: set, todo: list[str]) -> bool:
     if "*" in needs: return all(t in done for t in todo if t != stem)
     return all(n in done or n not in todo for n in needs)
 
+# %% ../nbs/00h_chain.ipynb #8a0a7d71
+def chapter_threads(stem: str, todo: list[str], cores: int|None = None) -> int:
+    """Torch's CPU threads for `stem` in a run of `todo`: all `cores` when no other chapter can run beside it (each
+    one it reads or that reads it; the chapters that read nothing start together, so they share), else 1."""
+    cores = cores or os.cpu_count() or 1
+    roots = [t for t in todo if not CHAPTER_NEEDS.get(t)]
+    if stem in roots: return cores if len(roots) == 1 else 1
+    near = lambda t: t in upstream(stem) or stem in upstream(t)
+    return cores if all(near(t) for t in todo if t != stem and t not in roots) else 1
+
 # %% ../nbs/00h_chain.ipynb #c0a7ed6b
 def past_seconds(preset: str,               # whose runs
                  root: Path,                # the runs folder
@@ -90,9 +103,12 @@ def run_chapters(stems: list[str], preset: str, wl: Run,
                  jobs: int = 1,            # chapters at once (their reads permitting)
                  on_event=None,            # called with ('start'|'end', stem, seconds so far, [stems still to run])
                 ) -> dict:
-    "Execute `stems` into the run folder `wl` in an order their reads allow; per chapter, its seconds and its span."
+    """Execute `stems` into the run folder `wl` in an order their reads allow; per chapter, its seconds, its span and
+    its CPU threads (`chapter_threads`; none on a GPU or where `$MATHWORKLOG_CPU_THREADS` is set)."""
     todo, times, spans, done, t0 = list(stems), {}, {}, set(), time.perf_counter()
     tell, past = on_event or (lambda *a: None), past_seconds(preset, wl.path.parent)
+    own = not (on_gpu() or "MATHWORKLOG_CPU_THREADS" in os.environ)
+    threads = {t: chapter_threads(t, todo) if own else None for t in todo}
     with cf.ThreadPoolExecutor(max(1, jobs)) as ex:
         running = {}
         while len(done) < len(todo):
@@ -101,7 +117,7 @@ def run_chapters(stems: list[str], preset: str, wl: Run,
                 if len(running) >= jobs: break
                 spans[stem] = [round(time.perf_counter() - t0, 1)]
                 running[ex.submit(execute_chapter, stem, wl.path/f"{stem}.ipynb", preset, wl.id,
-                                  wl.path/"logs"/f"{stem}.log")] = stem
+                                  wl.path/"logs"/f"{stem}.log", threads[stem])] = stem
                 tell("start", stem, spans[stem][0], [t for t in todo if t not in done])
             finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
             for f in finished:
@@ -110,7 +126,7 @@ def run_chapters(stems: list[str], preset: str, wl: Run,
                 spans[stem].append(round(time.perf_counter() - t0, 1))
                 done.add(stem)
                 tell("end", stem, times[stem], [t for t in todo if t not in done])
-    return dict(seconds={t: times[t] for t in todo}, spans=spans, jobs=jobs,
+    return dict(seconds={t: times[t] for t in todo}, spans=spans, jobs=jobs, threads=threads,
                 total_seconds=round(time.perf_counter() - t0, 1))
 
 # %% ../nbs/00h_chain.ipynb #4a2d3e4f

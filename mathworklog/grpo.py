@@ -34,9 +34,9 @@ from .presample import SampleSettings, buckets, re_presample, save_rl_set
 # %% auto #0
 __all__ = ['ENTROPY_LEVERS', 'IS_MODES', 'ROLLOUTS', 'GRPO_RUNS', 'entropy_levers', 'GRPOSettings', 'grpo_config',
            'recording_trainer_class', 'attach_rollout_copy', 'EvalCallback', 'grpo_dataset', 'SyncPatches',
-           'trl_sync_patches', 'build_grpo_trainer', 'served_eval', 'start_eval', 'train_grpo', 'row_settings',
-           'mark_heldout', 'run_row', 'ChapterRun', 'chapter_settings', 'presample_into', 'token_entropy',
-           'same_prompt_control']
+           'trl_sync_patches', 'build_grpo_trainer', 'served_eval', 'policy_eval', 'start_eval', 'train_grpo',
+           'row_settings', 'mark_heldout', 'run_row', 'ChapterRun', 'chapter_settings', 'presample_into',
+           'token_entropy', 'same_prompt_control']
 
 # %% ../nbs/07_grpo.ipynb #99133f51
 ENTROPY_LEVERS = {"adaptive_entropy": dict(use_adaptive_entropy=True, entropy_target=0.30),
@@ -202,6 +202,7 @@ class EvalCallback(TrainerCallback):
         self.k, self.batch_size, self.max_new_tokens = s.eval_k, s.eval_batch_size, s.max_completion_length
         self.start, self.policy = s.eval_start, s.eval_policy
         self.pending, self.final, self.copy, self._gen, self.guard = {}, None, None, None, guard or NaNGuard()
+        self.engine = False   # True: a colocated vLLM engine scores the policy at the end (`policy_eval`)
 
 # %% ../nbs/07_grpo.ipynb #5ee860e1
 @patch
@@ -241,8 +242,8 @@ def on_log(self: EvalCallback, args, state, control, logs=None, **kw):
 
 @patch
 def on_train_end(self: EvalCallback, args, state, control, model=None, **kw):
-    "One greedy evaluation at the end, unless the weights are not finite."
-    if not (self.records and self.policy) or self.guard.check_weights(model, state.global_step): return
+    "One greedy evaluation at the end, unless the weights are not finite or a colocated engine scores it instead."
+    if not (self.records and self.policy) or self.engine or self.guard.check_weights(model, state.global_step): return
     if state.is_world_process_zero: self.final = self._eval(model, "final-greedy", 1, 0.0)
 
 # %% ../nbs/07_grpo.ipynb #3b43a1c4
@@ -290,6 +291,7 @@ def build_grpo_trainer(model_path: str, records: list[dict], run_dir, s: GRPOSet
     ev.guard = guard
     if s.transport == "server": use_server_transport(tr, s.transport_buffer or 1 << 30)
     ev.copy = getattr(tr, "rollouts", None)
+    ev.engine = getattr(getattr(tr, "vllm_generation", None), "mode", None) == "colocate"
     copy_ = ev.copy or trainer_vllm_copy(tr)  # when there is an inference copy, the probe watches it
     if s.probe and copy_ is not None:
         probe.probe = SyncProbe(copy_, *probe_batch(tok, eval_records or records, n=8, max_tokens=32))
@@ -308,6 +310,22 @@ def served_eval(trainer, ev: EvalCallback, name: str = "final-greedy-vllm", sync
     _, t = evaluate_model(VLLMGenerator.around(g.llm, ev.tok), ev.tok, ev.records, max_new_tokens=ev.max_new_tokens,
                           run=ev.run, name=name)
     return t
+
+# %% ../nbs/07_grpo.ipynb #ebc03bbd
+def policy_eval(trainer, ev: EvalCallback,
+                served: dict|None,  # the run's served evaluation at its end (`served_eval`)
+                fixed: bool,        # the run's own sync carries the fix (`patch_trl_lora_sync`)
+               ) -> dict|None:
+    """The trainer's model at the end, greedy, through its colocated engine (`final-greedy`): after one sync with the
+    fix, or, when the run's own sync is fixed, its served evaluation; None without one, or with `eval_policy` off."""
+    if served is None or not ev.policy: return None
+    if not fixed:
+        with patch_trl_lora_sync(): trainer.vllm_generation.sync_weights()
+        return served_eval(trainer, ev, "final-greedy", sync=False)
+    d = Path(ev.run.path)/"eval"
+    for ext in (".jsonl", ".table.json"):
+        with atomic_path(d/f"final-greedy{ext}") as tmp: shutil.copy(d/f"final-greedy-vllm{ext}", tmp)
+    return served
 
 # %% ../nbs/07_grpo.ipynb #f3b7d0c8
 def start_eval(trainer, ev: EvalCallback) -> dict|None:
@@ -341,6 +359,7 @@ def train_grpo(model_path: str, records: list[dict], run_dir: str,
         secs = time.perf_counter() - t0
         guard.check_weights(tr.model, tr.state.global_step)
         served = served_eval(tr, ev) if state.is_main_process and not guard.fired else None   # through the same sync
+        if ev.engine: ev.final = policy_eval(tr, ev, served, patched.has("_iter_named_params"))   # then the policy
     finally: patched.undo()
     if state.is_main_process: join_rollout_parts(run_dir)
     out = finish_training(tr, guard, tr.processing_class, run_dir)

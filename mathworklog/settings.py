@@ -54,7 +54,8 @@ class Preset:
     grpo_max_new_tokens: int|None = None   # GRPO's completion cap (None: max_new_tokens)
     workers: int = 1                # generator processes for presampling (`pool.GeneratorPool`)
     row_steps: int|None = None      # each run of the results table but the plateau, and chapter 07's attempts (None:
-                                    # grpo_steps); the plateau run (chapter 09) takes grpo_steps
+                                    # grpo_steps); the plateau run (chapter 09) takes grpo_steps (tiny: the
+                                    # worklog's own schedule, 200 steps with a checkpoint every 10)
     strong: str|None = None         # the stronger base of the table's last row (Qwen3-0.6B's part); None: not run
     needs_gpu: bool = False         # refuse to start without a CUDA GPU (`require_gpu`; MATHWORKLOG_ALLOW_CPU=1 forces)
     real_tokenizer: bool = False    # Qwen2.5's tokenizer and GSM8K itself: no offline fallback, no bundled problems
@@ -79,8 +80,8 @@ SMOKE_LIVE = dict(steps=2, prompts=2, gens=2, max_new_tokens=8, lr=1e-3, full_lr
 
 PRESETS = {
     "tiny": Preset("tiny", model="tiny", teacher="tiny-teacher", n_train=600, n_test=2000, k=8, max_new_tokens=80,
-                   gen_batch=256, sft_steps=100, sft_lr=3e-3, sft_batch=16, opd_steps=100, opd_lr=1e-3, grpo_steps=60,
-                   grpo_prompts=8, num_generations=8, lora_r=16, eval_every=30, eval_k=1, save_every=5,
+                   gen_batch=256, sft_steps=100, sft_lr=3e-3, sft_batch=16, opd_steps=100, opd_lr=1e-3, grpo_steps=200,
+                   grpo_prompts=8, num_generations=8, lora_r=16, eval_every=30, eval_k=1, save_every=10,
                    tiny_dims=TINY_DIMS, vocab_size=1024, world=TINY_WORLD, sft_questions=300, grpo_lr=8e-4,
                    grpo_max_new_tokens=64, row_steps=30, strong="tiny-strong", live=TINY_LIVE),
     "gpu": Preset("gpu", model="learning-start", teacher="shaped-teacher", n_train=32, n_test=32, k=4,

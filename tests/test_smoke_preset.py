@@ -154,6 +154,8 @@ def test_grpo_chapter_path_through_colocated_vllm(smoke_world, tmp_path):
                    eval_records=test)
     assert (r["steps"], r["rollout"], r["sync_fix"]) == (P.row_steps, "colocate", False), r
     assert r["start_eval_vllm"]["n_questions"] == r["final_eval_vllm"]["n_questions"] == P.n_test
+    # the policy itself, scored through the same engine after one sync with the fix (`grpo.policy_eval`)
+    assert r["final_eval"]["n_questions"] == P.n_test and (tmp_path/"grpo"/"eval"/"final-greedy.jsonl").exists(), r
     m = read_metrics(tmp_path/"grpo")
     for k in ("sampling/sampling_logp_difference/mean", "sampling/importance_sampling_ratio/mean", "sync/mismatch"):
         assert m[k].notna().any(), (k, list(m.columns))
