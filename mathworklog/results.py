@@ -19,9 +19,9 @@ from .findings import Finding, findings_frame, paired_finding, trend_finding
 from .evaluate import HELDOUT
 
 # %% auto #0
-__all__ = ['ROWS', 'LESSONS', 'Row', 'current_worklog_run', 'labelled', 'heldout_scores', 'staircase', 'plot_staircase', 'Lesson',
-           'lesson_finding', 'series_lessons', 'lessons', 'say_lesson', 'chapter_findings', 'row_records',
-           'lesson_records']
+__all__ = ['ROWS', 'LESSONS', 'UNPATCHED', 'Row', 'current_worklog_run', 'labelled', 'heldout_scores', 'staircase',
+           'plot_staircase', 'Lesson', 'lesson_finding', 'stale_cost', 'series_lessons', 'lessons', 'say_lesson',
+           'chapter_findings', 'row_records', 'lesson_records']
 
 # %% ../nbs/10_results.ipynb #b1c2d3e4
 @dataclass(frozen=True)
@@ -148,6 +148,22 @@ def lesson_finding(lesson: Lesson, scores: dict) -> Finding:
                                       f"no run of {lesson.a if not a else lesson.b} here", lesson.worklog_keys)
     return paired_finding(lesson.key, "10_results", lesson.claim, a, b, (_label(lesson.a), _label(lesson.b)),
                           lesson.direction, lesson.worklog_keys)
+
+# %% ../nbs/10_results.ipynb #9ec00251
+UNPATCHED = ("results_sft", "results_opd", "results_fp32")   # the rows through unpatched vLLM scored on both copies
+
+def stale_cost(preset: str = "tiny", worklog_run: str|None = None, root=None, rows=UNPATCHED) -> pd.DataFrame:
+    """Per unpatched row: held-out exact (%) of the copy vLLM served and of the trainer's own model at the end, the gap
+    (points), and the importance-sampling ratio over the first and last fifth of its steps."""
+    out = {}
+    for key in rows:
+        r = labelled(key, preset, worklog_run, root)
+        s = (r.meta.get("summary") or {}) if r else {}
+        if s.get("policy_exact") is None or s.get("heldout_exact") is None: continue
+        out[key] = dict(start=next(x.start for x in ROWS if x.key == key), served=100 * s["heldout_exact"],
+                        trainer=100 * s["policy_exact"], gap_points=100 * (s["policy_exact"] - s["heldout_exact"]),
+                        is_ratio_first=s.get("is_ratio_first"), is_ratio_last=s.get("is_ratio_last"))
+    return pd.DataFrame.from_dict(out, orient="index").round(3)
 
 # %% ../nbs/10_results.ipynb #c7182930
 def series_lessons(preset: str, worklog_run: str|None, root=None, n: int|None = None) -> list[Finding]:
