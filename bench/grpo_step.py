@@ -52,9 +52,11 @@ def timer(obj, name, store, when=lambda: True):
     f = getattr(obj, name)
     def wrapped(*x, **k):
         if not when(): return f(*x, **k)
+        from torch.profiler import record_function
         sync()
         t0 = clocks()
-        out = f(*x, **k)
+        with record_function(f"phase::{name}"):          # a named range in a --profile-step trace (free otherwise)
+            out = f(*x, **k)
         sync()
         store.append(tuple(b - a for a, b in zip(t0, clocks())))
         return out
@@ -95,6 +97,66 @@ def step_clock():
             sync()
             self.steps.append(tuple(b - a for a, b in zip(self.t, clocks())))
     return Clock()
+
+
+def step_profiler(step: int, out_path: Path, store: dict):
+    """A TrainerCallback that runs `torch.profiler` (CPU and CUDA) over optimizer step `step` (1-based) alone and
+    summarises it into `store`: each timed phase's range (generation, log-probs, rewards; the rest is training), the
+    device time by kernel family, and the top operators by self device time; the full table goes to `out_path`."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    from transformers import TrainerCallback
+    class Prof(TrainerCallback):
+        prof = None
+        def on_step_begin(self, args, state, *x, **k):
+            if state.global_step + 1 != step: return
+            acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+            sync()
+            self.t0, self.prof = time.perf_counter(), profile(activities=acts)
+            self.prof.__enter__()
+        def on_step_end(self, args, state, *x, **k):
+            if self.prof is None: return
+            sync()
+            wall = time.perf_counter() - self.t0
+            self.prof.__exit__(None, None, None)
+            store.update(profile_summary(self.prof, wall, step))
+            out_path.parent.mkdir(parents=True, exist_ok=True)
+            out_path.write_text(self.prof.key_averages().table(sort_by="self_device_time_total" if torch.cuda.is_available()
+                                                               else "self_cpu_time_total", row_limit=60))
+            self.prof = None
+    return Prof()
+
+
+KERNEL_FAMILIES = [("gemm", ("gemm", "cutlass", "nvjet", "sm90_xmma", "cublas", "matmul")),
+                   ("attention", ("flash", "fmha", "attn", "sdpa")),
+                   ("softmax/log-softmax/cross-entropy", ("softmax", "nll", "cross_entropy", "logsumexp")),
+                   ("reductions", ("reduce", "sum_", "mean", "norm")),
+                   ("copies/casts", ("copy", "cast", "memcpy", "memset", "cat", "fill")),
+                   ("optimizer (foreach/fused)", ("foreach", "multi_tensor", "adam"))]
+
+
+def profile_summary(prof, wall: float, step: int) -> dict:
+    "The profiled step: phases (CPU range, device time inside it), device time by kernel family, the top operators."
+    dev = lambda e: getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0) or 0
+    dev_total = lambda e: getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0) or 0
+    ev = prof.key_averages()
+    phases = {e.key.split("::", 1)[1]: dict(cpu_range_s=e.cpu_time_total / 1e6, device_s=dev_total(e) / 1e6,
+                                            calls=e.count) for e in ev if e.key.startswith("phase::")}
+    events = prof.events()
+    kernels = [(e.name, e.device_time) for e in events if str(getattr(e, "device_type", "")).endswith("CUDA")]
+    if not kernels:                     # older layouts: the kernels hang off the CPU operators that launched them
+        kernels = [(k.name, k.duration) for e in events for k in getattr(e, "kernels", [])]
+    fam, busy = {}, sum(d for _, d in kernels) / 1e6
+    for name, d in kernels:
+        n = name.lower()
+        f = next((f for f, keys in KERNEL_FAMILIES if any(x in n for x in keys)), "other")
+        fam[f] = fam.get(f, 0.0) + d / 1e6
+    top = sorted(ev, key=dev, reverse=True)[:25]
+    return dict(step=step, wall_s=wall, gpu_busy_s=busy, gpu_busy_share=busy / wall if wall else None,
+                kernels=len(kernels), phases=phases,
+                kernel_families_s=dict(sorted(fam.items(), key=lambda kv: -kv[1])),
+                top_ops=[dict(op=e.key[:120], self_device_s=dev(e) / 1e6, self_cpu_s=e.self_cpu_time_total / 1e6,
+                              calls=e.count) for e in top])
 
 
 def build_trainer(kind, prec, path, tok, ds, shape, out_dir, gpu):
@@ -146,6 +208,9 @@ def run_variant(v, a):
         with patch_trl_reload_sync() if kind == "vllm_colocate" and not gpu else SyncPatch(None):
             clock, gen, lps, rew, syncs = step_clock(), [], [], [], []
             tr.add_callback(clock)
+            prof = {}
+            if a.profile_step:
+                tr.add_callback(step_profiler(a.profile_step, Path(a.out)/f"grpo_step_profile.{kind}_{prec}.txt", prof))
             timer(tr, "_generate", gen)
             timer(tr, "_get_per_token_logps_and_entropies", lps, when=lambda: not torch.is_grad_enabled())
             timer(tr, "_calculate_rewards", rew)
@@ -177,7 +242,7 @@ def run_variant(v, a):
                 rollout_dtype=(f"{rollout_dtype} (vLLM)" if kind == "vllm_colocate" else
                                f"{rollout_dtype} (RolloutCopy)" if kind == "mathworklog" else
                                "the training model's"),
-                logprob_mismatch=gap, threads=threads, thread_cpu_s=thread_cpu(), load_average_before=load0,
+                logprob_mismatch=gap, profile=prof or None, threads=threads, thread_cpu_s=thread_cpu(), load_average_before=load0,
                 load_average_after=os.getloadavg()[0])
 
 
@@ -210,7 +275,8 @@ def peak_rss_gib() -> float:
 def worker_argv(a, v) -> list:
     "The command that runs variant `v` in a fresh process."
     return [sys.executable, __file__, "--preset", a.preset, "--out", a.out, "--steps", a.steps, "--worker", v,
-            *[x for k in ("prompts", "gens", "new") if getattr(a, k) for x in (f"--{k}", getattr(a, k))]]
+            *[x for k in ("prompts", "gens", "new", "profile_step") if getattr(a, k)
+              for x in (f"--{k.replace('_', '-')}", getattr(a, k))]]
 
 
 def median_of_rounds(runs: list) -> dict:
@@ -248,6 +314,8 @@ def main():
     a = args(__doc__, steps=dict(type=int, default=5), new=dict(type=int, default=None),
              prompts=dict(type=int, default=None), gens=dict(type=int, default=None),
              variants=dict(nargs="+", default=VARIANTS), rounds=dict(type=int, default=1),
+             **{"profile-step": dict(type=int, default=0, help="profile this step (1-based) of each variant with "
+                                     "torch.profiler: <out>/grpo_step_profile.<variant>.txt and the result's 'profile'")},
              worker=dict(default=None, help="run one variant in this process and send its result to the parent"))
     if a.worker:
         answer(run_variant, a.worker, a)
