@@ -8,7 +8,7 @@ Docs: https://mathworklog.github.io/mathworklog/chain.html.md"""
 
 # %% ../nbs/00h_chain.ipynb #1e4f5061
 from __future__ import annotations
-import concurrent.futures as cf, contextlib, json, os, subprocess, sys, time
+import concurrent.futures as cf, contextlib, json, os, shutil, subprocess, sys, time
 from pathlib import Path
 from .settings import (CHAPTER_NEEDS, CHAPTER_RUNS, CHAPTERS, MissingResourceError, get_preset, on_gpu,
                                   valid_choice)
@@ -18,7 +18,7 @@ from .runs import Run, find_runs, new_run
 
 # %% auto #0
 __all__ = ['UPSTREAM_MODES', 'upstream', 'missing_upstream', 'execute_chapter', 'ready', 'chapter_threads', 'past_seconds',
-           'run_chapters', 'ensure_upstream']
+           'chapter_nice', 'run_chapters', 'ensure_upstream']
 
 # %% ../nbs/00h_chain.ipynb #2a617283
 def upstream(stem: str) -> list[str]:
@@ -45,6 +45,7 @@ def missing_upstream(stem: str, preset: str = "tiny", root=None) -> list[str]:
 def execute_chapter(stem: str, out: Path, preset: str, worklog_run: str|None = None,
                     log: Path|None = None,       # the kernel's own output (warnings, progress): here, not shown
                     threads: int|None = None,    # torch's CPU threads in the kernel and its children (None: as set)
+                    nice: int = 0,               # the kernel's and its children's CPU priority (`nice -n`)
                    ) -> float:
     "One chapter notebook through papermill, in a process this one owns; its wall-clock seconds, or an error."
     nb = project_root()/"nbs"/f"{stem}.ipynb"
@@ -54,6 +55,7 @@ def execute_chapter(stem: str, out: Path, preset: str, worklog_run: str|None = N
     env |= {"MATHWORKLOG_CPU_THREADS": str(threads)} if threads else {}
     cmd = [sys.executable, "-m", "papermill", str(nb), str(out), "-p", "preset", preset, "--cwd", str(nb.parent),
            "--kernel", "python3", "--no-progress-bar", "--log-level", "WARNING"]
+    if nice and shutil.which("nice"): cmd = ["nice", "-n", str(nice), *cmd]
     t0 = time.perf_counter()
     with open(log, "w") as f:
         p = OwnedProcess(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
@@ -98,17 +100,26 @@ def past_seconds(preset: str,               # whose runs
     try: return dict(json.loads(Path(record).read_text()).get("seconds") or {})
     except (OSError, ValueError): return {}
 
+# %% ../nbs/00h_chain.ipynb #fdd198fc
+def chapter_nice(stem: str, todo: list[str], past: dict) -> int:
+    """`stem`'s CPU priority in a run of `todo` (0, or 5 to yield): 5 when a chapter that can run beside it took longer
+    last time (`past`: seconds by chapter, `past_seconds`)."""
+    beside = [t for t in todo if t != stem and not (t in upstream(stem) or stem in upstream(t))]
+    return 5 if any(past.get(t, 0) > past.get(stem, 0) for t in beside) else 0
+
 # %% ../nbs/00h_chain.ipynb #3e0b1c2d
 def run_chapters(stems: list[str], preset: str, wl: Run,
                  jobs: int = 1,            # chapters at once (their reads permitting)
                  on_event=None,            # called with ('start'|'end', stem, seconds so far, [stems still to run])
                 ) -> dict:
-    """Execute `stems` into the run folder `wl` in an order their reads allow; per chapter, its seconds, its span and
-    its CPU threads (`chapter_threads`; none on a GPU or where `$MATHWORKLOG_CPU_THREADS` is set)."""
+    """Execute `stems` into the run folder `wl` in an order their reads allow; per chapter, its seconds, its span, its
+    CPU threads (`chapter_threads`) and priority (`chapter_nice`), both left alone on a GPU or where
+    `$MATHWORKLOG_CPU_THREADS` is set."""
     todo, times, spans, done, t0 = list(stems), {}, {}, set(), time.perf_counter()
     tell, past = on_event or (lambda *a: None), past_seconds(preset, wl.path.parent)
     own = not (on_gpu() or "MATHWORKLOG_CPU_THREADS" in os.environ)
     threads = {t: chapter_threads(t, todo) if own else None for t in todo}
+    nice = {t: chapter_nice(t, todo, past) if own else 0 for t in todo}
     with cf.ThreadPoolExecutor(max(1, jobs)) as ex:
         running = {}
         while len(done) < len(todo):
@@ -117,7 +128,7 @@ def run_chapters(stems: list[str], preset: str, wl: Run,
                 if len(running) >= jobs: break
                 spans[stem] = [round(time.perf_counter() - t0, 1)]
                 running[ex.submit(execute_chapter, stem, wl.path/f"{stem}.ipynb", preset, wl.id,
-                                  wl.path/"logs"/f"{stem}.log", threads[stem])] = stem
+                                  wl.path/"logs"/f"{stem}.log", threads[stem], nice[stem])] = stem
                 tell("start", stem, spans[stem][0], [t for t in todo if t not in done])
             finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
             for f in finished:
@@ -126,7 +137,7 @@ def run_chapters(stems: list[str], preset: str, wl: Run,
                 spans[stem].append(round(time.perf_counter() - t0, 1))
                 done.add(stem)
                 tell("end", stem, times[stem], [t for t in todo if t not in done])
-    return dict(seconds={t: times[t] for t in todo}, spans=spans, jobs=jobs, threads=threads,
+    return dict(seconds={t: times[t] for t in todo}, spans=spans, jobs=jobs, threads=threads, nice=nice,
                 total_seconds=round(time.perf_counter() - t0, 1))
 
 # %% ../nbs/00h_chain.ipynb #4a2d3e4f
