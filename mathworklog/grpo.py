@@ -18,7 +18,7 @@ from transformers import TrainerCallback
 from .settings import (LORA_RANK, get_preset, lora_config, on_gpu, seed_everything, valid, valid_choice,
                                   valid_engine, valid_int, valid_number)
 from .files import atomic_path
-from .rollouts import drop_superseded, grpo_summary, join_rollout_parts, supersede
+from .rollouts import drop_superseded, grpo_summary, join_rollout_parts, supersede, token_entropy
 from .runs import NaNGuard, Run, checkpoint_step, latest_checkpoint, log_extra, read_metrics
 from .training import TrainSettings, finish_training, load_policy, make_trainer, trl_args
 from .models import model_path, model_tokenizer
@@ -36,7 +36,7 @@ __all__ = ['ENTROPY_LEVERS', 'IS_MODES', 'ROLLOUTS', 'GRPO_RUNS', 'entropy_lever
            'recording_trainer_class', 'attach_rollout_copy', 'EvalCallback', 'grpo_dataset', 'SyncPatches',
            'trl_sync_patches', 'build_grpo_trainer', 'served_eval', 'policy_eval', 'start_eval', 'train_grpo',
            'row_settings', 'mark_heldout', 'run_row', 'ChapterRun', 'chapter_settings', 'presample_into',
-           'token_entropy', 'same_prompt_control']
+           'same_prompt_control']
 
 # %% ../nbs/07_grpo.ipynb #99133f51
 ENTROPY_LEVERS = {"adaptive_entropy": dict(use_adaptive_entropy=True, entropy_target=0.30),
@@ -459,27 +459,6 @@ def presample_into(model: str, run_dir: str, preset: str,
     summary = dict(n=len(df), k=int(df.k.iloc[0]), n_rl=len(save_rl_set(run, df)), buckets=buckets(df))
     run.update_meta(status="done", summary=summary)
     return summary
-
-# %% ../nbs/07_grpo.ipynb #8145d4a1
-def token_entropy(model, tokenizer, prompts: list[str], completions: list[str], batch: int = 64) -> float:
-    "Mean entropy (nats) of `model`'s next-token distribution over the completion tokens, as TRL logs `entropy`."
-    total, count = 0.0, 0
-    dev = next(model.parameters()).device
-    for i in range(0, len(prompts), batch):
-        p = tokenizer(prompts[i:i + batch], add_special_tokens=False)["input_ids"]
-        c = tokenizer(completions[i:i + batch], add_special_tokens=False)["input_ids"]
-        rows = [a + b for a, b in zip(p, c)]
-        width = max(map(len, rows))
-        ids = torch.tensor([r + [tokenizer.pad_token_id] * (width - len(r)) for r in rows], device=dev)
-        mask = torch.tensor([[0] * len(a) + [1] * len(b) + [0] * (width - len(a) - len(b)) for a, b in zip(p, c)],
-                            device=dev)
-        with torch.no_grad():
-            logp = torch.log_softmax(model(ids, attention_mask=(ids != tokenizer.pad_token_id) | mask.bool()).logits
-                                     .float(), -1)
-        ent = -(logp.exp() * logp).sum(-1)[:, :-1]                   # position t predicts token t + 1
-        m = mask[:, 1:].float()
-        total, count = total + float((ent * m).sum()), count + float(m.sum())
-    return total / max(count, 1.0)
 
 # %% ../nbs/07_grpo.ipynb #80018c47
 def same_prompt_control(run_dir, model_path: str, tokenizer, records: list[dict], backend: str = "auto",

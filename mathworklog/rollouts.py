@@ -15,7 +15,7 @@ from .runs import read_metrics
 
 # %% auto #0
 __all__ = ['GRPO_PANELS', 'SUMMARY_KEYS', 'join_rollouts', 'supersede', 'drop_superseded', 'join_rollout_parts', 'plot_grpo',
-           'grpo_summary']
+           'grpo_summary', 'token_entropy']
 
 # %% ../nbs/01l_rollouts.ipynb #66f190de
 _STEP_FILE = re.compile(r"step-0*([0-9]+)\.")
@@ -109,3 +109,25 @@ def grpo_summary(run_dir, n: int|None = None) -> dict:
             out[f"{k}_first"] = round(float(v.iloc[:n].mean()), 4)
             out[f"{k}_last"] = round(float(v.iloc[-n:].mean()), 4)
     return out
+
+# %% ../nbs/01l_rollouts.ipynb #309a3187
+def token_entropy(model, tokenizer, prompts: list[str], completions: list[str], batch: int = 64) -> float:
+    "Mean entropy (nats) of `model`'s next-token distribution over the completion tokens, as TRL logs `entropy`."
+    import torch
+    total, count = 0.0, 0
+    dev = next(model.parameters()).device
+    for i in range(0, len(prompts), batch):
+        p = tokenizer(prompts[i:i + batch], add_special_tokens=False)["input_ids"]
+        c = tokenizer(completions[i:i + batch], add_special_tokens=False)["input_ids"]
+        rows = [a + b for a, b in zip(p, c)]
+        width = max(map(len, rows))
+        ids = torch.tensor([r + [tokenizer.pad_token_id] * (width - len(r)) for r in rows], device=dev)
+        mask = torch.tensor([[0] * len(a) + [1] * len(b) + [0] * (width - len(a) - len(b)) for a, b in zip(p, c)],
+                            device=dev)
+        with torch.no_grad():
+            logp = torch.log_softmax(model(ids, attention_mask=(ids != tokenizer.pad_token_id) | mask.bool()).logits
+                                     .float(), -1)
+        ent = -(logp.exp() * logp).sum(-1)[:, :-1]                   # position t predicts token t + 1
+        m = mask[:, 1:].float()
+        total, count = total + float((ent * m).sum()), count + float(m.sum())
+    return total / max(count, 1.0)

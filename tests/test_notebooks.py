@@ -162,13 +162,14 @@ def test_shared_beside_gives_the_same_numbers(tiny_worklog, tmp_path):
 # expected failures, not skipped: the test still runs, checks that the verdict agrees with the interval, and reports
 # XPASS the day a lesson holds. Never move a lesson here to make the suite pass without a measurement that says so.
 NOT_AT_THIS_SCALE = {
-    "fix_pays": "fp32 fixed vs unpatched from the same OPD start is within noise here (at GRPO lr 2e-3 it held with one "
-                "seed and not with another: both figures in the closing note of issue 39)",
-    "last_is_best": "OPD round two's 30 RL steps end below the best earlier student row",
-    "plateau_entropy": "the plateau run's 60 steps at the tiny preset do not collapse its entropy",
-    "plateau_zero_signal": "the plateau run's 60 steps at the tiny preset do not double its zero-signal groups",
-    "opd2_learnable": "OPD round two's change in learnable questions is within noise",
-    "repres_zero_signal": "without a plateau, re-presampling has no silent groups to remove",
+    "fix_pays": "the unpatched fp32 sync leaves vLLM's copy within a fraction of a point of the trainer's own model here "
+                "(chapter 10's stale-cost table), so the fix has little to win back; at GRPO lr 2e-3 it held with one "
+                "seed and not with another (both figures in the closing notes of issue 39)",
+    "average_repres": "RL from the average on its re-presampled questions ends within noise of the 200-step plateau run",
+    "last_is_best": "OPD round two's RL ends within noise of the best earlier student row, not above it",
+    "plateau_entropy": "over the plateau run's 200 steps the entropy moves by about 0.01 nats/token, inside its noise",
+    "plateau_zero_signal": "over the plateau run's 200 steps the zero-signal share rises (its interval excludes 0) but "
+                           "does not double: 'partly'",
 }
 
 
