@@ -17,8 +17,8 @@ from .procs import OwnedProcess
 from .runs import Run, find_runs, new_run
 
 # %% auto #0
-__all__ = ['UPSTREAM_MODES', 'upstream', 'missing_upstream', 'execute_chapter', 'ready', 'chapter_threads', 'past_seconds',
-           'chapter_nice', 'run_chapters', 'ensure_upstream']
+__all__ = ['UPSTREAM_MODES', 'upstream', 'missing_upstream', 'execute_chapter', 'ready', 'chapter_threads', 'beside',
+           'past_seconds', 'chapter_nice', 'run_chapters', 'ensure_upstream']
 
 # %% ../nbs/00h_chain.ipynb #2a617283
 def upstream(stem: str) -> list[str]:
@@ -84,8 +84,11 @@ def chapter_threads(stem: str, todo: list[str], cores: int|None = None) -> int:
     cores = cores or os.cpu_count() or 1
     roots = [t for t in todo if not CHAPTER_NEEDS.get(t)]
     if stem in roots: return cores if len(roots) == 1 else 1
-    near = lambda t: t in upstream(stem) or stem in upstream(t)
-    return cores if all(near(t) for t in todo if t != stem and t not in roots) else 1
+    return 1 if any(t not in roots for t in beside(stem, todo)) else cores
+
+def beside(stem: str, todo: list[str]) -> list[str]:
+    "The chapters of `todo` that can run beside `stem`: it does not read them, nor they it."
+    return [t for t in todo if t != stem and t not in upstream(stem) and stem not in upstream(t)]
 
 # %% ../nbs/00h_chain.ipynb #c0a7ed6b
 def past_seconds(preset: str,               # whose runs
@@ -104,8 +107,7 @@ def past_seconds(preset: str,               # whose runs
 def chapter_nice(stem: str, todo: list[str], past: dict) -> int:
     """`stem`'s CPU priority in a run of `todo` (0, or 5 to yield): 5 when a chapter that can run beside it took longer
     last time (`past`: seconds by chapter, `past_seconds`)."""
-    beside = [t for t in todo if t != stem and not (t in upstream(stem) or stem in upstream(t))]
-    return 5 if any(past.get(t, 0) > past.get(stem, 0) for t in beside) else 0
+    return 5 if any(past.get(t, 0) > past.get(stem, 0) for t in beside(stem, todo)) else 0
 
 # %% ../nbs/00h_chain.ipynb #3e0b1c2d
 def run_chapters(stems: list[str], preset: str, wl: Run,

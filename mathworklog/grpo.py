@@ -34,8 +34,8 @@ from .presample import SampleSettings, buckets, re_presample, save_rl_set
 # %% auto #0
 __all__ = ['ENTROPY_LEVERS', 'IS_MODES', 'ROLLOUTS', 'GRPO_RUNS', 'entropy_levers', 'GRPOSettings', 'grpo_config',
            'recording_trainer_class', 'attach_rollout_copy', 'EvalCallback', 'grpo_dataset', 'SyncPatches',
-           'trl_sync_patches', 'build_grpo_trainer', 'served_eval', 'policy_eval', 'start_eval', 'train_grpo',
-           'row_settings', 'mark_heldout', 'run_row', 'ChapterRun', 'chapter_settings', 'presample_into',
+           'trl_sync_patches', 'build_grpo_trainer', 'served_eval', 'policy_eval', 'copy_eval', 'start_eval',
+           'train_grpo', 'row_settings', 'mark_heldout', 'run_row', 'ChapterRun', 'chapter_settings', 'presample_into',
            'same_prompt_control']
 
 # %% ../nbs/07_grpo.ipynb #99133f51
@@ -322,10 +322,14 @@ def policy_eval(trainer, ev: EvalCallback,
     if not fixed:
         with patch_trl_lora_sync(): trainer.vllm_generation.sync_weights()
         return served_eval(trainer, ev, "final-greedy", sync=False)
-    d = Path(ev.run.path)/"eval"
-    for ext in (".jsonl", ".table.json"):
-        with atomic_path(d/f"final-greedy{ext}") as tmp: shutil.copy(d/f"final-greedy-vllm{ext}", tmp)
+    copy_eval(ev.run.path, "final-greedy-vllm", "final-greedy")
     return served
+
+def copy_eval(run_dir, name: str, as_name: str):
+    "Save the run's evaluation `name` (its answers and its table) again as `as_name`, atomically."
+    ev = Path(run_dir)/"eval"
+    for ext in (".jsonl", ".table.json"):
+        with atomic_path(ev/f"{as_name}{ext}") as tmp: shutil.copy(ev/f"{name}{ext}", tmp)
 
 # %% ../nbs/07_grpo.ipynb #f3b7d0c8
 def start_eval(trainer, ev: EvalCallback) -> dict|None:
@@ -390,10 +394,8 @@ def mark_heldout(run_dir, res: dict) -> dict:
     """Save the row's held-out figure under `evaluate.HELDOUT`: its served evaluation when it has a vLLM copy (as the
     worklog measured), else the policy's own greedy one; that table."""
     name = "final-greedy-vllm" if res.get("final_eval_vllm") else "final-greedy"
-    ev = Path(run_dir)/"eval"
-    for ext in (".jsonl", ".table.json"):
-        with atomic_path(ev/f"{HELDOUT}{ext}") as tmp: shutil.copy(ev/f"{name}{ext}", tmp)
-    return json.loads((ev/f"{HELDOUT}.table.json").read_text()) | dict(scored=name)
+    copy_eval(run_dir, name, HELDOUT)
+    return json.loads((Path(run_dir)/"eval"/f"{HELDOUT}.table.json").read_text()) | dict(scored=name)
 
 # %% ../nbs/07_grpo.ipynb #dfe10af2
 def run_row(label: str, start: str, records: list[dict], heldout: list[dict], S: GRPOSettings, preset: str,
