@@ -31,7 +31,12 @@
 #   presample-full:--engines,vllm,--vllm-engines,4@450   (225 s on 2026-12-04: start 80.7 s, 7,473 x 8 x 256 in 107.9 s = 141,683 tok/s)
 # The HF fast path on a subset, TRL only (fits a call with .whlmin/):  presample-full:--engines,hf,--hf-questions,512@205   (140 s)
 # Chapter 04 itself at that size (its parameters: k=8; the pool's default KV share):
-#   nb:04_presample:backend=vllm,engines=4,n_questions=7473,k=8,max_new_tokens=256@480
+#   nb:04_presample:backend=vllm,workers=4,n_questions=7473,k=8,max_new_tokens=256@480
+#   (174 s on 2026-12-05, fourth session: 7,473 x 8 in 63.4 s, 105,181 tok/s)
+# bench:grpo_step:--profile-step,N profiles step N of every variant, and a profiled step is slow (TRL's default path:
+# minutes): on 2026-12-05 eight profiled variants under 575 s finished one. Profile one variant per item, alone, and time
+# the paths in an item without the profile. A variant KIND:PREC:key=value+key=value tries GRPOConfig changes against
+# the plain variant in the same run (e.g. mathworklog:bf16:gradient_checkpointing=false).
 #   (169 s on 2026-12-04, tenth session, after the learning start: the presample 53 s, 5.78M tokens at 111,290 tok/s)
 # bench:stream_race (TRL only, no vLLM needed: fits the .v1 call) checks that the sync fixes no longer race the optimizer.
 # bench:vllm_engines:--configs,1,4 times the presample through engines.GeneratorPool (N engines on the one GPU).

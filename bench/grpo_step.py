@@ -35,6 +35,21 @@ VARIANTS = ["trl_default:bf16", "vllm_colocate:bf16", "mathworklog:bf16",
 GPU_SHAPE = dict(prompts=16, gens=8, new=256)
 
 
+def trainer_overrides(v: str) -> dict:
+    """A variant's own GRPOConfig changes, a speed-up under test against the plain variant in the same run:
+    `KIND:PREC:key=value+key=value` (values read as JSON where they parse: `gradient_checkpointing=false`)."""
+    import json
+    parts = v.split(":")
+    if len(parts) < 3 or not parts[2]: return {}
+    out = {}
+    for kv in parts[2].split("+"):
+        if "=" not in kv: raise ValueError(f"variant {v!r}: {kv!r} is not key=value")
+        k, x = kv.split("=", 1)
+        try: out[k] = json.loads(x)
+        except json.JSONDecodeError: out[k] = x
+    return out
+
+
 def step_shape(a, P, gpu: bool) -> dict:
     "The step's prompts x completions x tokens: the command line's, else 16 x 8 x 256 on a GPU, else the preset's."
     base = GPU_SHAPE if gpu else dict(prompts=P.grpo_prompts, gens=P.num_generations, new=P.grpo_tokens)
@@ -159,7 +174,7 @@ def profile_summary(prof, wall: float, step: int) -> dict:
                               calls=e.count) for e in top])
 
 
-def build_trainer(kind, prec, path, tok, ds, shape, out_dir, gpu):
+def build_trainer(kind, prec, path, tok, ds, shape, out_dir, gpu, extra=None):
     """The variant's trainer, built as `grpo.build_grpo_trainer` builds one (minus its NaN guard and evaluation, which
     would sit inside the measured step): the colocate engine inside `colocated_vllm`, the copy attached after."""
     import torch
@@ -176,7 +191,7 @@ def build_trainer(kind, prec, path, tok, ds, shape, out_dir, gpu):
     # bf16 autocast by the precision on every device (the library's flags allow it only on a GPU; on a CPU
     # transformers wants use_cpu for it), vLLM's context at 1,024 tokens, gradient checkpointing on a GPU
     over = (dict(bf16=prec == "bf16", gradient_checkpointing=gpu) | (dict(use_cpu=True) if not gpu else {})
-            | (dict(vllm_max_model_length=1024) if colocate else {}))
+            | (dict(vllm_max_model_length=1024) if colocate else {}) | (extra or {}))
     cfg = grpo_config(out_dir, gs, **over)
     with colocated_vllm(rollout_dtype) if colocate else SyncPatch(None):
         tr = recording_trainer_class()(model=AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32),
@@ -193,7 +208,8 @@ def run_variant(v, a):
     from mathworklog.data import load_gsm8k, prepare
     from mathworklog.settings import cpu_threads, get_preset, on_gpu
     from mathworklog.weights import SyncPatch, patch_trl_reload_sync
-    kind, prec = v.split(":")
+    kind, prec = v.split(":")[:2]
+    extra = trainer_overrides(v)
     gpu, P = on_gpu(), get_preset(a.preset)
     threads = cpu_threads() if not gpu else None
     tok, path = preset_model(a.preset)
@@ -203,14 +219,14 @@ def run_variant(v, a):
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as d:
         if gpu: torch.cuda.reset_peak_memory_stats()
-        tr, rollout_dtype = build_trainer(kind, prec, path, tok, ds, shape, d, gpu)
+        tr, rollout_dtype = build_trainer(kind, prec, path, tok, ds, shape, d, gpu, extra)
         # the CPU backend's layers load only through reload_weights: train_grpo patches TRL's sync the same way
         with patch_trl_reload_sync() if kind == "vllm_colocate" and not gpu else SyncPatch(None):
             clock, gen, lps, rew, syncs = step_clock(), [], [], [], []
             tr.add_callback(clock)
             prof = {}
             if a.profile_step:
-                tr.add_callback(step_profiler(a.profile_step, Path(a.out)/f"grpo_step_profile.{kind}_{prec}.txt", prof))
+                tr.add_callback(step_profiler(a.profile_step, Path(a.out)/f"grpo_step_profile.{v.replace(':', '_').replace('+', '_')}.txt", prof))
             timer(tr, "_generate", gen)
             timer(tr, "_get_per_token_logps_and_entropies", lps, when=lambda: not torch.is_grad_enabled())
             timer(tr, "_calculate_rewards", rew)
@@ -238,7 +254,7 @@ def run_variant(v, a):
                 all_sync_s=[w for w, _ in syncs],
                 tokens_per_step=shape["prompts"] * shape["gens"] * shape["new"],
                 generation_tok_s=shape["prompts"] * shape["gens"] * shape["new"] / out["generation_s"],
-                compiled_graphs=graphs, trainer_precision="bf16 autocast, fp32 weights" if prec == "bf16" else "fp32",
+                compiled_graphs=graphs, trainer_overrides=extra, trainer_precision="bf16 autocast, fp32 weights" if prec == "bf16" else "fp32",
                 rollout_dtype=(f"{rollout_dtype} (vLLM)" if kind == "vllm_colocate" else
                                f"{rollout_dtype} (RolloutCopy)" if kind == "mathworklog" else
                                "the training model's"),
@@ -298,7 +314,7 @@ def ratios(res: dict, variants: list) -> dict:
     variant by each clock."""
     wall, cpu, rounds = {}, {}, {}
     for v in variants:
-        b, r = res.get(f"trl_default:{v.split(':')[1]}", {}), res.get(v, {})
+        b, r = res.get(f"trl_default:{v.split(':')[1]}", {}), res.get(v, {})   # KIND:PREC[:overrides]
         if not (b.get("step_s") and r.get("step_s")): continue
         wall[v], cpu[v] = b["step_s"] / r["step_s"], b["step_s_cpu"] / r["step_s_cpu"]
         rounds[v] = [x / y for x, y in zip(b.get("rounds_step_s") or [b["step_s"]],
