@@ -265,3 +265,13 @@ def test_grpo_step_cpu_table_renders():
     for v in ("trl_default", "vllm_colocate", "mathworklog"):
         assert f"| {v} (fp32) |" in md and f"| {v} (bf16) |" in md
     assert "× TRL default (CPU)" in md and "fastest `" in md
+
+
+def test_grpo_step_variant_overrides():
+    "A variant's GRPOConfig changes (a speed-up tried against its plain variant): JSON values, strings, a clear error."
+    import grpo_step
+    assert grpo_step.trainer_overrides("mathworklog:bf16") == {}
+    assert grpo_step.trainer_overrides("mathworklog:bf16:gradient_checkpointing=false+per_device_train_batch_size=32"
+                                       "+optim=adamw_torch_fused") == dict(
+        gradient_checkpointing=False, per_device_train_batch_size=32, optim="adamw_torch_fused")
+    with pytest.raises(ValueError, match="not key=value"): grpo_step.trainer_overrides("mathworklog:bf16:nogc")
