@@ -14,7 +14,7 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['proc_stat', 'live_processes', 'pid_alive', 'group_alive', 'track_tree', 'signal_pids', 'kill_tree', 'watchdog_main',
            'OwnedProcess', 'free_port', 'VLLMServer', 'send_msg', 'recv_msg', 'die_with_parent', 'launch',
-           'launch_main']
+           'launch_beside', 'launch_main']
 
 # %% ../nbs/00b_procs.ipynb #13ce633d
 def proc_stat(pid: int):
@@ -344,6 +344,17 @@ def launch(fn_spec: str,                  # `module:function`, importable in the
         if log: out.close()
         if gone: shutil.rmtree(d, ignore_errors=True)
         else: warnings.warn(f"processes of the launch (group {child.pgid}) survived SIGKILL; left {d} in place.")
+
+# %% ../nbs/00b_procs.ipynb #cef717ff
+def launch_beside(fn_spec: str,   # `module:function`, importable in the child
+                  kwargs: dict,   # its keyword arguments, as JSON
+                  log: str,       # the child's output goes to this file, never into the cell that happens to run
+                 ) -> "cf.Future":
+    "`launch(fn_spec, kwargs, apart=True, log=log)` in a thread of its own: a `Future` of its return value."
+    import concurrent.futures as cf
+    ex = cf.ThreadPoolExecutor(1, thread_name_prefix="launch-beside")
+    try: return ex.submit(launch, fn_spec, kwargs, apart=True, log=log)
+    finally: ex.shutdown(wait=False)          # the thread ends with its one job
 
 # %% ../nbs/00b_procs.ipynb #053cc141
 def launch_main(argv=None):
