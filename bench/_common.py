@@ -5,8 +5,8 @@ configuration).
 A worker is a command (usually the script itself with a worker flag) in its own process tree
 (`mathworklog.procs.OwnedProcess`: the tree dies with this process, and `kill` stops all of it, vLLM's engine processes
 included). It talks back through a pipe of its own (its descriptor in $BENCH_WORKER_FD) with
-`mathworklog.generation.send_msg` (length-prefixed pickles, the protocol of `GeneratorPool`'s workers), so that nothing it
-prints can garble a message; all it prints goes to its log. In the worker: `talk = worker_pipe()`, then
+`mathworklog.generation.send_msg` (length-prefixed pickles, the protocol of `GeneratorPool`'s workers), so that nothing
+it prints can garble a message; all it prints goes to its log. In the worker: `talk = worker_pipe()`, then
 `tell(talk, kind, payload)`; or `answer(fn, *args)` for a worker with one result."""
 import argparse, json, os, signal, statistics, subprocess, sys, tempfile, threading, time
 from pathlib import Path

@@ -23,9 +23,9 @@ same precision, measured in the same run (`--rounds` > 1 repeats the set, in rev
 neighbour's load falls on every variant; each ratio is also given round by round). Wall seconds and this process's CPU
 seconds (`*_cpu`: all its threads, vLLM's in-process engine included) are both kept: on a shared machine a neighbour's
 load stretches the wall clock, not the CPU time (`thread_cpu_s` shows which threads spent it: on a CPU every variant
-runs in its python thread alone, vLLM's in-process engine included). Saves <out>/grpo_step.json after every variant (default out: bench/cpu on a
-CPU), with the library versions, the thread count, the load average around every variant and its peak memory (on a
-GPU: allocated; on a CPU: the worker's peak resident memory)."""
+runs in its python thread alone, vLLM's in-process engine included). Saves <out>/grpo_step.json after every variant
+(default out: bench/cpu on a CPU), with the library versions, the thread count, the load average around every variant
+and its peak memory (on a GPU: allocated; on a CPU: the worker's peak resident memory)."""
 import os, statistics, sys, tempfile, time
 from pathlib import Path
 from _common import answer, args, one_result, preset_model, save, sync
@@ -136,8 +136,8 @@ def step_profiler(step: int, out_path: Path, store: dict):
             self.prof.__exit__(None, None, None)
             store.update(profile_summary(self.prof, wall, step))
             out_path.parent.mkdir(parents=True, exist_ok=True)
-            out_path.write_text(self.prof.key_averages().table(sort_by="self_device_time_total" if torch.cuda.is_available()
-                                                               else "self_cpu_time_total", row_limit=60))
+            out_path.write_text(self.prof.key_averages().table(
+                sort_by="self_device_time_total" if torch.cuda.is_available() else "self_cpu_time_total", row_limit=60))
             self.prof = None
     return Prof()
 
@@ -226,7 +226,8 @@ def run_variant(v, a):
             tr.add_callback(clock)
             prof = {}
             if a.profile_step:
-                tr.add_callback(step_profiler(a.profile_step, Path(a.out)/f"grpo_step_profile.{v.replace(':', '_').replace('+', '_')}.txt", prof))
+                tag = v.replace(':', '_').replace('+', '_')
+                tr.add_callback(step_profiler(a.profile_step, Path(a.out)/f"grpo_step_profile.{tag}.txt", prof))
             timer(tr, "_generate", gen)
             timer(tr, "_get_per_token_logps_and_entropies", lps, when=lambda: not torch.is_grad_enabled())
             timer(tr, "_calculate_rewards", rew)
@@ -254,12 +255,13 @@ def run_variant(v, a):
                 all_sync_s=[w for w, _ in syncs],
                 tokens_per_step=shape["prompts"] * shape["gens"] * shape["new"],
                 generation_tok_s=shape["prompts"] * shape["gens"] * shape["new"] / out["generation_s"],
-                compiled_graphs=graphs, trainer_overrides=extra, trainer_precision="bf16 autocast, fp32 weights" if prec == "bf16" else "fp32",
+                compiled_graphs=graphs, trainer_overrides=extra,
+                trainer_precision="bf16 autocast, fp32 weights" if prec == "bf16" else "fp32",
                 rollout_dtype=(f"{rollout_dtype} (vLLM)" if kind == "vllm_colocate" else
                                f"{rollout_dtype} (RolloutCopy)" if kind == "mathworklog" else
                                "the training model's"),
-                logprob_mismatch=gap, profile=prof or None, threads=threads, thread_cpu_s=thread_cpu(), load_average_before=load0,
-                load_average_after=os.getloadavg()[0])
+                logprob_mismatch=gap, profile=prof or None, threads=threads, thread_cpu_s=thread_cpu(),
+                load_average_before=load0, load_average_after=os.getloadavg()[0])
 
 
 def parts(steps, gen, lps, rew, syncs, i: int) -> dict:
@@ -309,8 +311,8 @@ def median_of_rounds(runs: list) -> dict:
 
 
 def ratios(res: dict, variants: list) -> dict:
-    """Each variant's speed-up over `trl_default` of its precision (the baseline's step time / its own), by wall clock and
-    by CPU time; by wall clock also round by round (the six back to back), with the median of those; and the fastest
+    """Each variant's speed-up over `trl_default` of its precision (the baseline's step time / its own), by wall clock
+    and by CPU time; by wall clock also round by round (the six back to back), with the median of those; and the fastest
     variant by each clock."""
     wall, cpu, rounds = {}, {}, {}
     for v in variants:
@@ -331,7 +333,8 @@ def main():
              prompts=dict(type=int, default=None), gens=dict(type=int, default=None),
              variants=dict(nargs="+", default=VARIANTS), rounds=dict(type=int, default=1),
              **{"profile-step": dict(type=int, default=0, help="profile this step (1-based) of each variant with "
-                                     "torch.profiler: <out>/grpo_step_profile.<variant>.txt and the result's 'profile'")},
+                                     "torch.profiler: <out>/grpo_step_profile.<variant>.txt and the result's "
+                                     "'profile'")},
              worker=dict(default=None, help="run one variant in this process and send its result to the parent"))
     if a.worker:
         answer(run_variant, a.worker, a)

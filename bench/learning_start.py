@@ -98,7 +98,8 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/results"))
     ap.add_argument("--model-out", default=None, help="default: the cache folder where the preset's student is looked "
-                    "for (`start_folder`; gpu: `models.model_path('learning-start')`, $MATHWORKLOG_CACHE/learning-start)")
+                    "for (`start_folder`; gpu: `models.model_path('learning-start')`, "
+                    "$MATHWORKLOG_CACHE/learning-start)")
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--max-steps", type=int, default=3000)

@@ -72,8 +72,8 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--preset", default="gpu",
                     help="gpu: the H200 experiment (the learning start, the 0.5B shape); tiny: chapter 08's CPU run")
-    ap.add_argument("--start", default=None, help="default: `trace.start_model(preset)`, the preset's student (gpu: the "
-                    "learning start)")
+    ap.add_argument("--start", default=None, help="default: `trace.start_model(preset)`, the preset's student "
+                    "(gpu: the learning start)")
     ap.add_argument("--arms", nargs="+", default=None,
                     help="arm names from sync.LIVE_ARMS, each optionally ARM/LR (its own learning rate)")
     ap.add_argument("--key", default="arms",

@@ -349,11 +349,12 @@ def launch(fn_spec: str,                  # `module:function`, importable in the
 def launch_beside(fn_spec: str,   # `module:function`, importable in the child
                   kwargs: dict,   # its keyword arguments, as JSON
                   log: str,       # the child's output goes to this file, never into the cell that happens to run
+                  env: dict|None = None,   # extra environment for the child (its share of the CPU threads, say)
                  ) -> "cf.Future":
-    "`launch(fn_spec, kwargs, apart=True, log=log)` in a thread of its own: a `Future` of its return value."
+    "`launch(fn_spec, kwargs, env=env, apart=True, log=log)` in a thread of its own: a `Future` of its return value."
     import concurrent.futures as cf
     ex = cf.ThreadPoolExecutor(1, thread_name_prefix="launch-beside")
-    try: return ex.submit(launch, fn_spec, kwargs, apart=True, log=log)
+    try: return ex.submit(launch, fn_spec, kwargs, env=env, apart=True, log=log)
     finally: ex.shutdown(wait=False)          # the thread ends with its one job
 
 # %% ../nbs/00b_procs.ipynb #053cc141

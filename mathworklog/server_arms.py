@@ -154,12 +154,14 @@ def server_live_sync(start: str, out_dir, s: LiveSettings,
 
 # %% ../nbs/07b_server_arms.ipynb #fa05f465
 def server_beside_colocate(server_json, colocate_json) -> pd.DataFrame:
-    "Per arm: the probe's growth through the server and through colocate's transport, what it should do, step times."
+    """Per arm: the probe's growth and lag through the server and through colocate's transport, what it should do and
+    whether it does (`sync.live_growth`), step times."""
     from mathworklog.sync import live_growth
     a, b = live_growth(server_json).set_index("arm"), live_growth(colocate_json).set_index("arm")
     sa = json.loads(Path(server_json).read_text())["arms"]
     ca = json.loads(Path(colocate_json).read_text())["arms"]
     out = pd.DataFrame({"expect": a.expect, "server growth": a.ratio, "colocate growth": b.ratio,
+                        "server lag": a.lag, "colocate lag": b.lag,
                         "server ok": a.ok, "colocate ok": b.ok}).reindex(a.index)     # the server file's arm order
     out["stuck at base (server)"] = [f"{sa[x].get('stuck')} of {sa[x].get('lora_matrices')}"
                                      if sa[x].get("lora_matrices") else "—" for x in out.index]

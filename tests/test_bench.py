@@ -187,8 +187,9 @@ def test_learning_start_tiny(tmp_path):
     "The learning start from the tiny preset's student (gpu's and smoke's: tests/test_smoke_preset.py)."
     import subprocess, os
     env = dict(os.environ, HF_HUB_OFFLINE="1", MATHWORKLOG_CACHE=str(tmp_path/"cache"))
-    p = subprocess.run([sys.executable, "learning_start.py", "--preset", "tiny", "--out", str(tmp_path), "--max-steps", "2",
-                        "--every", "2", "--batch", "2", "--heldout", "2", "--max-new", "8", "--n-train", "8"],
+    p = subprocess.run([sys.executable, "learning_start.py", "--preset", "tiny", "--out", str(tmp_path),
+                        "--max-steps", "2", "--every", "2", "--batch", "2", "--heldout", "2", "--max-new", "8",
+                        "--n-train", "8"],
                        cwd=BENCH, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     ls = json.loads((tmp_path/"learning_start.json").read_text())["learning_start"]

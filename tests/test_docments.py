@@ -6,7 +6,8 @@ from fastcore.docments import docments
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Left for their notebooks' owners (02_baseline, 07_grpo, 00g_world): a `**kwargs` comment that docments give the return.
+# Left for their notebooks' owners (02_baseline, 07_grpo, 00g_world): a `**kwargs` comment that
+# docments give the return.
 KNOWN = {"evaluate.evaluate_model", "world.world_problems"}
 
 def public_functions():

@@ -104,7 +104,8 @@ def test_notebooks_do_not_edit_sys_path():
     "Notebooks import the package and nothing around it: no `sys.path` edits (bench's readers live in `reports`)."
     bad = [f"{nb.name}[{i}]" for nb in sorted((ROOT/"nbs").glob("*.ipynb"))
            for i, c in enumerate(json.loads(nb.read_text())["cells"])
-           if c["cell_type"] == "code" and re.search(r"sys\.path\.(insert|append)|sys\.path\s*[+]?=", "".join(c["source"]))]
+           if c["cell_type"] == "code" and re.search(r"sys\.path\.(insert|append)|sys\.path\s*[+]?=",
+                                                     "".join(c["source"]))]
     assert not bad, bad
 
 

@@ -45,7 +45,8 @@ def test_smoke_preset_has_gpus_switches():
 
 
 def test_real_tokenizer_or_the_fallback_only_when_allowed(offline):
-    "Qwen2.5's tokenizer from $MATHWORKLOG_TOKENIZER; without it and without the hub, a refusal unless bundled is allowed."
+    """Qwen2.5's tokenizer from $MATHWORKLOG_TOKENIZER; without it and without the hub, a refusal unless bundled is
+    allowed."""
     if SHARED_TOKENIZER:
         tok = preset_tokenizer("smoke")
         assert vocab_rows(tok) == 151_936 and tok.eos_token == "<|im_end|>" and tok.padding_side == "left"
@@ -80,7 +81,7 @@ def test_hub_ids_without_the_hub_fail_with_the_librarys_errors(offline, tmp_path
         with pytest.raises(MissingResourceError, match="is not here.*hub is unreachable"): load()
     with pytest.raises(FileNotFoundError, match="is not a local folder, and the hub is unreachable"):
         load_tokenizer(HUB_ID)
-    offline.setenv("MATHWORKLOG_ALLOW_CPU", "1")                            # past full's GPU check: the model is missing
+    offline.setenv("MATHWORKLOG_ALLOW_CPU", "1")                         # past full's GPU check: the model is missing
     with pytest.raises(MissingResourceError, match="is not here"): model_path(PRESETS["full"].model, preset="full")
 
 
@@ -93,7 +94,8 @@ LEARNING_START = ("bench:learning_start:--max-steps,2,--every,2,--batch,2,--held
 
 def smoke_env(tmp: Path) -> dict:
     """The variables a smoke run reads: the real tokenizer and GSM8K where ../shared has them, else the fallback
-    tokenizer's folder and the bundled problems' folder (gpu_run.sh wants both as folders); a cache and runs of its own."""
+    tokenizer's folder and the bundled problems' folder (gpu_run.sh wants both as folders); a cache and runs of its
+    own."""
     env = dict(HF_HUB_OFFLINE="1", MATHWORKLOG_CACHE=str(tmp/"cache"), MATHWORKLOG_RUNS=str(tmp/"runs"),
                MATHWORKLOG_TOKENIZER=SHARED_TOKENIZER or fallback_tokenizer().name_or_path,
                MATHWORKLOG_GSM8K=SHARED_GSM8K or str(data_dir()))
@@ -132,7 +134,8 @@ def test_learning_start_through_the_box_runner(smoke_start):
 def smoke_world(smoke_start, monkeypatch):
     "This process reads what the runner wrote: the same tokenizer, GSM8K, cache and runs."
     env, _, p = smoke_start
-    if p.returncode != 0: pytest.skip("the learning start did not build (see test_learning_start_through_the_box_runner)")
+    if p.returncode != 0:
+        pytest.skip("the learning start did not build (see test_learning_start_through_the_box_runner)")
     for k, v in env.items(): monkeypatch.setenv(k, v)
     return env
 

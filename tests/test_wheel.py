@@ -1,6 +1,6 @@
-"""The package as a user gets it from `pip install`: `pip wheel . --no-deps` builds the wheel, a fresh virtual environment
-outside the repository installs it (its dependencies come from this environment's site-packages, so nothing is
-downloaded), and the README's public library examples run there, from a folder that is no clone: the rewards score,
+"""The package as a user gets it from `pip install`: `pip wheel . --no-deps` builds the wheel, a fresh virtual
+environment outside the repository installs it (its dependencies come from this environment's site-packages, so nothing
+is downloaded), and the README's public library examples run there, from a folder that is no clone: the rewards score,
 `patch_trl_lora_sync` patches TRL, and TRL's `GRPOTrainer` trains two steps on the shipped tiny student. The console
 scripts either work or say at once that they need a clone, and which command gets one.
 

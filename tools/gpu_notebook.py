@@ -1,10 +1,11 @@
-"""Keep a chapter executed on the GPU box (bench/gpu_run.sh's `nb:` items, papermill) as evidence in bench/<box>/notebooks/:
-its engine and progress logs stripped from the cells (stderr streams, vLLM/TRL log lines and progress bars in stdout,
-progress widgets), its tables, figures and printed results kept, and a first markdown cell that says where and how it
-ran (the device, the date, the library versions of the run's versions.txt, the preset, the parameters, the wall
-seconds, the exit code and the peak GPU memory of gpu_run.sh's summary line).
+"""Keep a chapter executed on the GPU box (bench/gpu_run.sh's `nb:` items, papermill) as evidence in
+bench/<box>/notebooks/: its engine and progress logs stripped from the cells (stderr streams, vLLM/TRL log lines and
+progress bars in stdout, progress widgets), its tables, figures and printed results kept, and a first markdown cell that
+says where and how it ran (the device, the date, the library versions of the run's versions.txt, the preset, the
+parameters, the wall seconds, the exit code and the peak GPU memory of gpu_run.sh's summary line).
 
-Usage: python tools/gpu_notebook.py EXECUTED.ipynb OUT.ipynb --versions versions.txt --summary "02_baseline rc=0 75 s peak-GPU 1 MiB"
+Usage: python tools/gpu_notebook.py EXECUTED.ipynb OUT.ipynb --versions versions.txt \
+--summary "02_baseline rc=0 75 s peak-GPU 1 MiB"
 """
 import argparse, json, re
 from pathlib import Path
@@ -28,8 +29,8 @@ def clean_outputs(outputs: list, stats: dict) -> list:
             stats["log_lines"] += sum(1 for l in text.replace("\r", "\n").splitlines() if l.strip()) - len(keep)
             if keep: out.append(dict(o, text=keep))
             continue
-        if o.get("output_type") in ("display_data", "execute_result") and set(o.get("data", {})) <= {WIDGET, "text/plain"} \
-                and WIDGET in o.get("data", {}):
+        if o.get("output_type") in ("display_data", "execute_result") \
+                and set(o.get("data", {})) <= {WIDGET, "text/plain"} and WIDGET in o.get("data", {}):
             stats["widgets"] += 1
             continue
         out.append(o)
