@@ -25,7 +25,7 @@ __all__ = ['SYNC_FIXES', 'RENDEZVOUS_VARS', 'trl_generation_for', 'trl_named_par
            'trl_generation_class', 'source_of', 'sync_path_affected', 'SyncPatch', 'snapshotting',
            'patch_trl_lora_sync', 'is_patched', 'ProbeTokens', 'probe_batch', 'SyncProbe', 'SyncProbeCallback',
            'trainer_vllm_copy', 'use_server_transport', 'bf16_bytes', 'transport_sync', 'colocate_loads_weights',
-           'patch_trl_reload_sync', 'colocated_vllm']
+           'patch_trl_reload_sync', 'port_clash', 'retry_port_clash', 'colocated_vllm']
 
 # %% ../nbs/01d_weights.ipynb #8ab197c1
 def trl_generation_for(model):
@@ -448,13 +448,31 @@ def patch_trl_reload_sync() -> SyncPatch:
     G.sync_weights = _reloading(cur)
     return SyncPatch(cur, "reload", attr="sync_weights")
 
+# %% ../nbs/01d_weights.ipynb #6f3747ba
+def port_clash(e: BaseException) -> bool:
+    "True for the error of a rendezvous whose port another process bound first (`EADDRINUSE`)."
+    s = str(e)
+    return "EADDRINUSE" in s or "address already in use" in s.lower()
+
+def retry_port_clash(make,              # the start to try: no arguments, its result returned
+                     tries: int = 3):   # starts in all
+    """`make()`; when it fails because its rendezvous port (`MASTER_PORT`) was taken in the meantime, again on a fresh
+    loopback port, at most `tries` times in all. Any other error is raised at once."""
+    from mathworklog.procs import free_port
+    for i in range(tries):
+        try: return make()
+        except Exception as e:
+            if i == tries - 1 or not port_clash(e): raise
+            os.environ["MASTER_PORT"] = str(free_port())
+
 # %% ../nbs/01d_weights.ipynb #3b919c8f
 RENDEZVOUS_VARS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE")
 
 @contextlib.contextmanager
 def colocated_vllm(dtype: str = "float32"):   # the engine's dtype: the trainer's ('float32' or 'bfloat16')
     """For the block, TRL's colocate engine starts in `dtype` (and, on the CPU, eagerly with a fixed KV cache), its
-    rendezvous on a free loopback port unless `MASTER_PORT` is set (TRL's default, 29500, clashes between processes).
+    rendezvous on a free loopback port unless `MASTER_PORT` is set (TRL's default, 29500, clashes between processes);
+    a port we chose that another process took first is replaced and the start tried again (`retry_port_clash`).
     The rendezvous variables TRL sets for its engine (`RANK`, `LOCAL_RANK`, `WORLD_SIZE`) are put back afterwards: left
     behind, they make the next `TrainingArguments` in the process look for a distributed launch."""
     import functools
@@ -464,7 +482,9 @@ def colocated_vllm(dtype: str = "float32"):   # the engine's dtype: the trainer'
     cpu_vllm_env()
     saved, env = vg.LLM, {k: os.environ.get(k) for k in RENDEZVOUS_VARS}
     if env["MASTER_PORT"] is None: os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
-    vg.LLM = functools.partial(vg.LLM, dtype=dtype, enforce_eager=not on_gpu(), use_tqdm_on_load=False)
+    llm = functools.partial(vg.LLM, dtype=dtype, enforce_eager=not on_gpu(), use_tqdm_on_load=False)
+    ours = env["MASTER_PORT"] is None               # a port the user set is theirs: never replaced
+    vg.LLM = (lambda *a, **kw: retry_port_clash(lambda: llm(*a, **kw))) if ours else llm
     try:
         with tempfile.TemporaryFile() as log, fd_to_file(2, log): yield     # C++ start-up warnings go to a log
     finally:
