@@ -6,7 +6,8 @@
   with `weights.patch_trl_reload_sync` (TRL's sync loads through vLLM's `reload_weights`); TRL syncs the merged LoRA
   weights before every step and computes the trainer's log-probs of vLLM's samples for its importance sampling;
 - `mathworklog`: the library's `copies.RolloutCopy` (`fast_generation=True`): a second HF copy refreshed in place from
-  the merged weights before each rollout, sampling through the fast path.
+  the merged weights before each rollout, sampling through `generation.fast_decode` (one compiled forward a token);
+  `mathworklog:bf16:decoder=hf` samples through `generate` instead (`fast_generate`, the path before 2026-12-06).
 
 Precision `fp32`: everything in fp32, the CPU chapters' own setting (precision 'auto' is fp32 there). `bf16`: bf16
 autocast over fp32 master weights in the trainer, the rollout copy and the vLLM engine in bf16. On a GPU the rollout
@@ -35,9 +36,13 @@ VARIANTS = ["trl_default:bf16", "vllm_colocate:bf16", "mathworklog:bf16",
 GPU_SHAPE = dict(prompts=16, gens=8, new=256)
 
 
+COPY_KEYS = ("decoder", "attention")   # keys for the RolloutCopy, not GRPOConfig: decoder=hf is the old path
+
+
 def trainer_overrides(v: str) -> dict:
     """A variant's own GRPOConfig changes, a speed-up under test against the plain variant in the same run:
-    `KIND:PREC:key=value+key=value` (values read as JSON where they parse: `gradient_checkpointing=false`)."""
+    `KIND:PREC:key=value+key=value` (values read as JSON where they parse: `gradient_checkpointing=false`); the keys
+    in COPY_KEYS go to the `RolloutCopy` instead (`mathworklog:bf16:decoder=hf`)."""
     import json
     parts = v.split(":")
     if len(parts) < 3 or not parts[2]: return {}
@@ -192,12 +197,13 @@ def build_trainer(kind, prec, path, tok, ds, shape, out_dir, gpu, extra=None):
     # transformers wants use_cpu for it), vLLM's context at 1,024 tokens, gradient checkpointing on a GPU
     over = (dict(bf16=prec == "bf16", gradient_checkpointing=gpu) | (dict(use_cpu=True) if not gpu else {})
             | (dict(vllm_max_model_length=1024) if colocate else {}) | (extra or {}))
+    copy_kw = {k: over.pop(k) for k in COPY_KEYS if k in over}
     cfg = grpo_config(out_dir, gs, **over)
     with colocated_vllm(rollout_dtype) if colocate else SyncPatch(None):
         tr = recording_trainer_class()(model=AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32),
                                        reward_funcs=REWARD_FUNCS, args=cfg, train_dataset=ds, processing_class=tok,
                                        peft_config=lora_config(16))
-    if kind == "mathworklog": attach_rollout_copy(tr, getattr(torch, rollout_dtype))
+    if kind == "mathworklog": attach_rollout_copy(tr, getattr(torch, rollout_dtype), **copy_kw)
     return tr, rollout_dtype
 
 
@@ -258,8 +264,9 @@ def run_variant(v, a):
                 compiled_graphs=graphs, trainer_overrides=extra,
                 trainer_precision="bf16 autocast, fp32 weights" if prec == "bf16" else "fp32",
                 rollout_dtype=(f"{rollout_dtype} (vLLM)" if kind == "vllm_colocate" else
-                               f"{rollout_dtype} (RolloutCopy)" if kind == "mathworklog" else
-                               "the training model's"),
+                               f"{rollout_dtype} (RolloutCopy, decoder {tr.rollouts.decoder}, "
+                               f"attention {tr.rollouts.attention})"
+                               if kind == "mathworklog" else "the training model's"),
                 logprob_mismatch=gap, profile=prof or None, threads=threads, thread_cpu_s=thread_cpu(),
                 load_average_before=load0, load_average_after=os.getloadavg()[0])
 

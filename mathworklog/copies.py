@@ -12,7 +12,7 @@ import copy
 from typing import Protocol, runtime_checkable
 from fastcore.basics import patch
 from .settings import on_gpu
-from .generation import StaticCaches, fast_generate, token_logprobs
+from .generation import StaticCaches, fast_decode, fast_generate, token_logprobs
 
 # %% auto #0
 __all__ = ['InferenceCopy', 'lora_inference_weight', 'base_model', 'merged_weights', 'RolloutCopy', 'vllm_engine_model',
@@ -64,7 +64,9 @@ def merged_weights(model) -> dict:
 class RolloutCopy:
     "A separate inference copy of the policy (bf16 on a GPU) for HF rollouts, refreshed in place from merged weights."
 
-    def __init__(self, model, dtype=None):
+    def __init__(self, model, dtype=None,
+                 decoder: str|None = None,   # "loop": `fast_decode`; "hf": `fast_generate`; None: loop on a GPU
+                 attention: str = "sdpa"):   # the loop's grouped decoding kernel ("sdpa" or "matmul")
         from accelerate import init_empty_weights
         from transformers import AutoModelForCausalLM
         import torch
@@ -82,7 +84,10 @@ class RolloutCopy:
             raise NotImplementedError(f"no source for {sorted(set(dst) - set(src))[:3]} in the policy")
         self.plan = [(dst[n], src[n]) for n in dst]
         self.plan += [(b, lambda n=n: base.get_buffer(n)) for n, b in self.model.named_buffers()]
-        self.caches, self.synced_step = StaticCaches(self.model.config), None
+        decoder = decoder or ("loop" if self.device.type == "cuda" else "hf")
+        if decoder not in ("loop", "hf"): raise ValueError(f"decoder must be 'loop' or 'hf', not {decoder!r}")
+        self.caches, self.synced_step, self.decoder = StaticCaches(self.model.config), None, decoder
+        self.attention = attention
         self.sync()
 
 # %% ../nbs/01c_copies.ipynb #d10a2786
@@ -100,8 +105,11 @@ def logprobs(self: RolloutCopy, ids, mask, keep: int|None = None):
 
 @patch
 def generate(self: RolloutCopy, input_ids, attention_mask, generation_config):
-    "Sample from the copy with the fast path (reused static cache, grouped decoding, CUDA graphs)."
-    return fast_generate(self.model, self.caches, generation_config, input_ids=input_ids, attention_mask=attention_mask)
+    "Sample from the copy: `fast_decode` (one compiled step a token) or, with `decoder='hf'`, `fast_generate`."
+    if self.decoder == "hf":
+        return fast_generate(self.model, self.caches, generation_config, input_ids=input_ids,
+                             attention_mask=attention_mask)
+    return fast_decode(self.model, self.caches, generation_config, input_ids, attention_mask, self.attention)
 
 # %% ../nbs/01c_copies.ipynb #ffaf9356
 @patch

@@ -16,10 +16,12 @@ from .settings import dependency_error, on_gpu, require, valid_engine
 from .models import load_model
 
 # %% auto #0
-__all__ = ['GROUPED_DECODE', 'CPU_VLLM_ENV', 'CPU_GENERATE_ENGINE', 'CPU_ROLLOUT_ENGINE', 'Generation', 'Generator', 'stop_ids',
-           'token_logprobs', 'HFGenerator', 'grouped_decode_sdpa', 'register_grouped_decode', 'grouped_decoding',
-           'StaticCaches', 'cache_kwarg', 'fast_config', 'fast_generate', 'vllm_available', 'cpu_vllm_env',
-           'context_length', 'VLLMGenerator', 'release_vllm', 'fd_to_file', 'start_llm', 'dtype_view', 'choose_engine']
+__all__ = ['GROUPED_DECODE', 'GROUPED_DECODE_MM', 'CPU_VLLM_ENV', 'CPU_GENERATE_ENGINE', 'CPU_ROLLOUT_ENGINE', 'Generation',
+           'Generator', 'stop_ids', 'token_logprobs', 'HFGenerator', 'grouped_decode_sdpa', 'grouped_decode_matmul',
+           'register_grouped_decode', 'grouped_decoding', 'StaticCaches', 'cache_kwarg', 'fast_config', 'fast_generate',
+           'setting', 'decode_unsupported', 'gumbel_pick', 'decode_group', 'fast_decode', 'vllm_available',
+           'cpu_vllm_env', 'context_length', 'VLLMGenerator', 'release_vllm', 'fd_to_file', 'start_llm', 'dtype_view',
+           'choose_engine']
 
 # %% ../nbs/01a_generation.ipynb #e1faad11
 @dataclass
@@ -110,20 +112,38 @@ def grouped_decode_sdpa(module, query, key, value, attention_mask, dropout=0.0, 
     out = F.scaled_dot_product_attention(q, key, value, attn_mask=attention_mask, scale=scaling)
     return out.reshape(B, H, 1, D).transpose(1, 2).contiguous(), None
 
+GROUPED_DECODE_MM = "matmul_grouped_decode"
+
+def grouped_decode_matmul(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kw):
+    "`grouped_decode_sdpa` written as two batched matmuls around an fp32 softmax; else transformers' SDPA."
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    g = getattr(module, "num_key_value_groups", 1)
+    if query.shape[2] != 1 or g == 1 or dropout or kw.get("position_bias") is not None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kw)
+    B, H, _, D = query.shape
+    s = torch.matmul(query.reshape(B, key.shape[1], g, D), key.transpose(-1, -2)).float() * (scaling or D ** -0.5)
+    if attention_mask is not None:
+        s = s.masked_fill(~attention_mask, float("-inf")) if attention_mask.dtype == torch.bool else s + attention_mask
+    out = torch.matmul(s.softmax(-1).to(value.dtype), value)
+    return out.reshape(B, H, 1, D).transpose(1, 2).contiguous(), None
+
 # %% ../nbs/01a_generation.ipynb #3769ee7b
-def register_grouped_decode():
-    "Register `grouped_decode_sdpa` (and SDPA's mask) under `GROUPED_DECODE` with transformers' attention interfaces."
+def register_grouped_decode(kernel: str = "sdpa"):
+    "Register grouped decoding (`kernel`: 'sdpa' or 'matmul') and SDPA's mask with transformers' attention interfaces."
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
-    AttentionInterface.register(GROUPED_DECODE, grouped_decode_sdpa)
-    AttentionMaskInterface.register(GROUPED_DECODE, sdpa_mask)
-    return GROUPED_DECODE
+    if kernel not in ("sdpa", "matmul"): raise ValueError(f"kernel must be 'sdpa' or 'matmul', not {kernel!r}")
+    name, fn = (GROUPED_DECODE, grouped_decode_sdpa) if kernel == "sdpa" else (GROUPED_DECODE_MM, grouped_decode_matmul)
+    AttentionInterface.register(name, fn)
+    AttentionMaskInterface.register(name, sdpa_mask)
+    return name
 
 @contextlib.contextmanager
-def grouped_decoding(model):
+def grouped_decoding(model, kernel: str = "sdpa"):
     "Switch an SDPA model to grouped decoding for the block (other attention implementations are left alone)."
     before = model.config._attn_implementation
-    if before == "sdpa": model.set_attn_implementation(register_grouped_decode())
+    if before == "sdpa": model.set_attn_implementation(register_grouped_decode(kernel))
     try: yield model
     finally:
         if before == "sdpa": model.set_attn_implementation(before)
@@ -145,6 +165,11 @@ def get(self: StaticCaches, batch: int, length: int):
         return cache
     self.caches[batch] = (need, StaticCache(config=self.config, max_cache_len=need))
     return self.caches[batch][1]
+
+@patch
+def length(self: StaticCaches, batch: int) -> int:
+    "How many tokens the cache for `batch` sequences holds (0 before one is made)."
+    return self.caches.get(batch, (0, None))[0]
 
 # %% ../nbs/01a_generation.ipynb #942361c8
 def cache_kwarg() -> str:
@@ -169,6 +194,103 @@ def fast_generate(model, caches: StaticCaches, generation_config, **inputs):
     with torch.inference_mode(), grouped_decoding(model):
         cache = caches.get(ids.shape[0] * (gc.num_return_sequences or 1), ids.shape[1] + gc.max_new_tokens)
         return model.generate(**inputs, **{cache_kwarg(): cache}, generation_config=gc)
+
+# %% ../nbs/01a_generation.ipynb #b64fd310
+_PLAIN = dict(top_k=(None, 0), top_p=(None, 1.0), min_p=(None,), top_h=(None,), typical_p=(None, 1.0),
+              epsilon_cutoff=(None, 0.0), eta_cutoff=(None, 0.0), repetition_penalty=(None, 1.0),
+              encoder_repetition_penalty=(None, 1.0), no_repeat_ngram_size=(None, 0), bad_words_ids=(None,),
+              suppress_tokens=(None,), begin_suppress_tokens=(None,), sequence_bias=(None,), min_length=(None, 0),
+              min_new_tokens=(None, 0), num_beams=(None, 1), guidance_scale=(None, 1.0), forced_bos_token_id=(None,),
+              forced_eos_token_id=(None,), stop_strings=(None,), renormalize_logits=(None, False),
+              exponential_decay_length_penalty=(None,), watermarking_config=(None,), max_time=(None,),
+              max_new_tokens=None)
+
+def setting(gc, name: str, model_gc=None):
+    "A generation field as `generate` resolves it: `gc`'s own, else the model's `generation_config`'s (None: unset)."
+    v = getattr(gc, name, None)
+    return v if v is not None else getattr(model_gc, name, None)
+
+def decode_unsupported(gc, model_gc=None) -> str|None:
+    """Why `decode_group` cannot sample as `gc` asks (a field only `generate` honours), or None when it can; unset
+    fields are read from `model_gc` (the model's own defaults, which `generate` falls back on)."""
+    for k, plain in _PLAIN.items():
+        v = setting(gc, k, model_gc)
+        if plain is None:
+            if v is None: return f"{k} is not set"
+        elif v not in plain and not (isinstance(v, (list, dict)) and not v): return f"{k}={v!r}"
+    if gc.do_sample and setting(gc, "top_k", model_gc) is None:
+        return "top_k is not set (generate then keeps the 50 most likely tokens)"
+    return None
+
+# %% ../nbs/01a_generation.ipynb #182a730a
+def gumbel_pick(logits, temperature: float):
+    "One token a row: the argmax at temperature 0, else Gumbel-max, an exact draw from softmax(logits / temperature)."
+    import torch
+    x = logits.float()
+    if not temperature: return x.argmax(-1)
+    return (x / temperature - torch.empty_like(x).exponential_().log()).argmax(-1)
+
+# %% ../nbs/01a_generation.ipynb #6ec0e327
+def decode_group(model, input_ids, attention_mask, cache, length: int, gc,
+                 forward=None,          # the decode step's forward (a compiled one on a GPU); default: `model`
+                 check_every: int = 16, # tokens between checks that every row has stopped (each one waits)
+                 model_gc=None          # the defaults `generate` would fill unset fields from (default: the model's)
+                ):
+    "Up to `gc.max_new_tokens` for a left-padded batch, in a static `cache` of `length` tokens: ids as `generate` has."
+    import torch
+    model_gc = model_gc if model_gc is not None else getattr(model, "generation_config", None)
+    why = decode_unsupported(gc, model_gc)
+    if why: raise ValueError(f"decode_group samples with a temperature only, not {why}: use generate")
+    B, P = input_ids.shape
+    T, dev = gc.max_new_tokens, input_ids.device
+    if P + T > length: raise ValueError(f"{P} prompt + {T} new tokens do not fit a cache of {length}")
+    eos_id, pad = setting(gc, "eos_token_id", model_gc), setting(gc, "pad_token_id", model_gc)
+    stops = [eos_id] if isinstance(eos_id, int) else list(eos_id or [])
+    pad = pad if pad is not None else (stops or [0])[0]
+    eos = torch.tensor(stops or [-1], device=dev)
+    temp = setting(gc, "temperature", model_gc) if setting(gc, "do_sample", model_gc) else 0.0
+    temp = 1.0 if temp is None else temp
+    forward = forward or model
+    mask = torch.ones(B, length, dtype=attention_mask.dtype, device=dev)   # made once: causality hides the future
+    mask[:, :P] = attention_mask
+    pos = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+    where = torch.arange(length, device=dev)
+    out = torch.full((B, T), pad, dtype=input_ids.dtype, device=dev)
+    done, n = torch.zeros(B, dtype=torch.bool, device=dev), torch.zeros(B, dtype=torch.long, device=dev)
+    def step(f, ids, p, c):
+        o = f(input_ids=ids, attention_mask=mask, position_ids=p, cache_position=c, past_key_values=cache,
+              use_cache=True, logits_to_keep=1)
+        return gumbel_pick(o.logits[:, -1], temp)
+    nxt, last = step(model, input_ids, pos, where[:P]), pos[:, -1:].clone()    # the prompt: not compiled
+    for t in range(T):
+        nxt = torch.where(done, pad, nxt)
+        out[:, t] = nxt
+        n += ~done
+        done |= torch.isin(nxt, eos)
+        if t + 1 == T or (t + 1) % check_every == 0 and bool(done.all()): break
+        last += 1
+        if dev.type == "cuda": torch.compiler.cudagraph_mark_step_begin()   # the last step's outputs are read
+        nxt = step(forward, nxt[:, None], last, where[P + t:P + t + 1])
+    return torch.cat([input_ids, out[:, :int(n.max())]], 1)
+
+# %% ../nbs/01a_generation.ipynb #643703e8
+def fast_decode(model, caches: StaticCaches, generation_config, input_ids, attention_mask,
+                attention: str = "sdpa"):  # the grouped decoding kernel: "sdpa" or "matmul" (`grouped_decoding`)
+    """`decode_group` with a reused static cache, grouped decoding and (on a GPU) the forward compiled with CUDA graphs;
+    `fast_generate` for sampling it does not do."""
+    import torch
+    gc = generation_config
+    if decode_unsupported(gc, model.generation_config):
+        return fast_generate(model, caches, gc, input_ids=input_ids, attention_mask=attention_mask)
+    if (gc.num_return_sequences or 1) > 1:
+        input_ids = input_ids.repeat_interleave(gc.num_return_sequences, 0)
+        attention_mask = attention_mask.repeat_interleave(gc.num_return_sequences, 0)
+    B, P = input_ids.shape
+    cuda = input_ids.device.type == "cuda"
+    with torch.inference_mode(), grouped_decoding(model, attention):
+        cache = caches.get(B, P + gc.max_new_tokens)
+        forward = model.get_compiled_call(fast_config()["compile_config"]) if cuda else model
+        return decode_group(model, input_ids, attention_mask, cache, caches.length(B), gc, forward=forward)
 
 # %% ../nbs/01a_generation.ipynb #b7cd984f
 def vllm_available() -> bool:

@@ -174,13 +174,13 @@ def recording_trainer_class():
     return RecordingGRPOTrainer
 
 # %% ../nbs/07_grpo.ipynb #d1154018
-def attach_rollout_copy(trainer, dtype=None):
-    """Have a TRL `GRPOTrainer` take its HF rollouts from a `RolloutCopy` (`trainer.rollouts`); None where it can't
-    apply."""
+def attach_rollout_copy(trainer, dtype=None, **copy_kw):
+    """Have a TRL `GRPOTrainer` take its HF rollouts from a `RolloutCopy` (`trainer.rollouts`, made with `copy_kw`);
+    None where it can't apply."""
     sharded = getattr(trainer, "is_fsdp_enabled", False) or getattr(trainer, "is_deepspeed_enabled", False)
     if trainer.use_vllm or sharded: return None
     own = trainer._generate_single_turn
-    trainer.rollouts = RolloutCopy(trainer.accelerator.unwrap_model(trainer.model), dtype)
+    trainer.rollouts = RolloutCopy(trainer.accelerator.unwrap_model(trainer.model), dtype, **copy_kw)
 
     def _generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         eng = trainer.rollouts
