@@ -139,9 +139,12 @@ def renders(json_name: str, writer: str):
 GRPO_PATHS = ("trl_default", "vllm_colocate", "mathworklog")      # grpo_step.py's paths, the baseline first
 
 # %% ../nbs/01h_reports.ipynb #d1fdbbae
-def _speedup(g: dict, v: str, p: str, clock: str = ""):
+def _speedup(g: dict, v: str, p: str|None, clock: str = ""):
     """Variant `v:p`'s speed-up over TRL's default path of its precision, as the run recorded it (measured in the same
-    run; `clock` '_cpu': by CPU time; an older JSON holds only mathworklog's `ratio_<p>`); None where it has none."""
+    run; `clock` '_cpu': by CPU time; an older JSON holds only mathworklog's `ratio_<p>`); None where it has none.
+    With `p` None, `v` is the whole variant key (`KIND:PREC[:changes]`)."""
+    if p is None:
+        return g.get(f"speedup{clock}_vs_trl_default", {}).get(v)
     if "speedup_vs_trl_default" in g:
         return g.get(f"speedup{clock}_vs_trl_default", {}).get(f"{v}:{p}")
     if clock: return None
@@ -185,14 +188,18 @@ def grpo_step_md(g: dict, folder: Path) -> list[str]:
     out = [_row(f"GRPO step, {sh['prompts']} × {sh['gens']} × {sh['new']}, LoRA r16", "s/step", "× TRL default",
                 "CPU s/step", "× TRL default (CPU)", "generation (sync)" + (", CPU s" if cpu else ""), "log-probs",
                 "training", "peak GiB", "sampler–trainer log-prob gap"), _rule(10)]
-    for v in GRPO_PATHS:
-        for p in ("bf16", "fp32"):
-            r = g.get(f"{v}:{p}", {})
-            parts = {k.removesuffix(c): x for k, x in r.items() if k.endswith(c)} if r else {}
-            out.append(_row(f"{v} ({p})", _num(r.get("step_s"), "{:.2f}"), _num(_speedup(g, v, p), "{:.2f}×"),
-                            _num(r.get("step_s_cpu"), "{:.2f}"), _num(_speedup(g, v, p, "_cpu"), "{:.2f}×"),
-                            _gen_cell(parts), _num(parts.get("logprobs_s"), "{:.2f}"),
-                            _num(parts.get("training_s"), "{:.2f}"), _num(r.get("peak_gib"), "{:.1f}"), _gap_cell(r)))
+    plain = [(v, p, "") for v in GRPO_PATHS for p in ("bf16", "fp32")]
+    tried = [tuple(k.split(":", 2)) for k in g if k.count(":") == 2 and k.split(":")[0] in GRPO_PATHS
+             and isinstance(g[k], dict) and "step_s" in g[k]]             # speed-up candidates: KIND:PREC:changes
+    for v, p, change in plain + tried:
+        r = g.get(f"{v}:{p}" + (f":{change}" if change else ""), {})
+        parts = {k.removesuffix(c): x for k, x in r.items() if k.endswith(c)} if r else {}
+        name = f"{v} ({p})" + (f", {change.replace('+', ', ')}" if change else "")
+        key = f"{v}:{p}" + (f":{change}" if change else "")
+        out.append(_row(name, _num(r.get("step_s"), "{:.2f}"), _num(_speedup(g, key, None), "{:.2f}×"),
+                        _num(r.get("step_s_cpu"), "{:.2f}"), _num(_speedup(g, key, None, "_cpu"), "{:.2f}×"),
+                        _gen_cell(parts), _num(parts.get("logprobs_s"), "{:.2f}"),
+                        _num(parts.get("training_s"), "{:.2f}"), _num(r.get("peak_gib"), "{:.1f}"), _gap_cell(r)))
     return out + (["", _cpu_line(g, sh)] if g.get("device") == "cpu" else []) + [""]
 
 # %% ../nbs/01h_reports.ipynb #f622f4e2
