@@ -16,6 +16,7 @@ from .procs import OwnedProcess, free_port, track_tree
 from dataclasses import dataclass
 from .settings import Settings, valid_int, valid_number
 from .transport import GLOO, direct_opener, http_json, is_loopback, plugin_installed
+from .weights import port_clash
 
 # %% auto #0
 __all__ = ['ServerSettings', 'VLLMServer', 'listening_sockets', 'checker_digests', 'witness', 'server_logprobs', 'ServerCopy',
@@ -53,7 +54,7 @@ class VLLMServer:
     def __init__(self, model: str,
                  settings: ServerSettings|dict|None = None,
                  log_path: str|None = None,             # the server's output (default: a temporary file)
-                 cmd: list|None = None,                 # another command (the tests' stand-in server)
+                 cmd: list|None = None,                 # another command (the tests' stand-in; "{port}": the port)
                  **kw):                                 # `ServerSettings` fields, by name
         import torch
         st = ServerSettings.of(settings, **kw)
@@ -84,7 +85,7 @@ def url(self: VLLMServer) -> str:
 @patch
 def command(self: VLLMServer) -> list:
     "The server's command line: vLLM's OpenAI server module with what TRL's `vllm-serve` asks for, and the witness."
-    if self.cmd: return list(self.cmd)
+    if self.cmd: return [x.replace("{port}", str(self.port)) if isinstance(x, str) else x for x in self.cmd]
     model = str(Path(self.model).resolve()) if Path(self.model).exists() else self.model
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--host", self.host,
            "--port", str(self.port), "--dtype", self.dtype,
@@ -136,13 +137,24 @@ def about(self: VLLMServer, n: int = 30) -> str:
 
 # %% ../nbs/01j_server.ipynb #ce744913
 @patch
-def start(self: VLLMServer):
+def start(self: VLLMServer, tries: int = 3):
     """Start the server and wait for `/health`. A taken port, an early exit, a timeout or Ctrl-C stop everything it
-    started, and the error names the server and its log."""
+    started, and the error names the server and its log. On a port we picked, a server that died because another
+    process bound it in the meantime is started again on a fresh one, `tries` starts in all."""
     if self.running(): raise RuntimeError(f"this server already runs: {self!r}")
-    if self.port is None: self.port = free_port(self.host)
-    elif free_port(self.host, self.port) is None:
-        raise RuntimeError(f"port {self.port} on {self.host} is taken; pass another port (or none, for a free one).")
+    if self.port is not None:
+        if free_port(self.host, self.port) is None:
+            raise RuntimeError(f"port {self.port} on {self.host} is taken; pass another port (or none, for a free one)")
+        return self._start()
+    for i in range(tries):
+        self.port = free_port(self.host)
+        try: return self._start()
+        except RuntimeError as e:
+            if i + 1 == tries or not port_clash(e): raise
+
+@patch
+def _start(self: VLLMServer):
+    "One start on `self.port` (see `start`)."
     if not self.cmd and self.backend == GLOO and not plugin_installed():
         raise RuntimeError("vLLM finds the 'gloo' weight-transfer engine through this package's vllm.general_plugins "
                            "entry point, which is not installed here: pip install -e . (or tools/setup.sh).")
