@@ -98,35 +98,35 @@ def _generate(self: HFGenerator, enc, n, temperature, max_new_tokens):
     with torch.inference_mode(): return self.model.generate(**enc, generation_config=GenerationConfig(**kw))
 
 # %% ../nbs/01a_generation.ipynb #c86607d0
-GROUPED_DECODE = "sdpa_grouped_decode"
+GROUPED_DECODE, GROUPED_DECODE_MM = "sdpa_grouped_decode", "matmul_grouped_decode"
 
-def grouped_decode_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kw):
-    "SDPA for one-token decoding that reads each KV head once (its query heads as query positions); else transformers'."
+def _grouped_decode(attend, module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kw):
+    "One-token decoding with each KV head's queries as its query positions, through `attend`; else transformers' SDPA."
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    g = getattr(module, "num_key_value_groups", 1)
+    if query.shape[2] != 1 or g == 1 or dropout or kw.get("position_bias") is not None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kw)
+    B, H, _, D = query.shape
+    out = attend(query.reshape(B, key.shape[1], g, D), key, value, attention_mask, scaling or D ** -0.5)
+    return out.reshape(B, H, 1, D).transpose(1, 2).contiguous(), None
+
+def _sdpa(q, k, v, mask, scale):
     import torch.nn.functional as F
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-    g = getattr(module, "num_key_value_groups", 1)
-    if query.shape[2] != 1 or g == 1 or dropout or kw.get("position_bias") is not None:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kw)
-    B, H, _, D = query.shape
-    q = query.reshape(B, key.shape[1], g, D)
-    out = F.scaled_dot_product_attention(q, key, value, attn_mask=attention_mask, scale=scaling)
-    return out.reshape(B, H, 1, D).transpose(1, 2).contiguous(), None
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
 
-GROUPED_DECODE_MM = "matmul_grouped_decode"
-
-def grouped_decode_matmul(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kw):
-    "`grouped_decode_sdpa` written as two batched matmuls around an fp32 softmax; else transformers' SDPA."
+def _matmuls(q, k, v, mask, scale):
     import torch
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-    g = getattr(module, "num_key_value_groups", 1)
-    if query.shape[2] != 1 or g == 1 or dropout or kw.get("position_bias") is not None:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kw)
-    B, H, _, D = query.shape
-    s = torch.matmul(query.reshape(B, key.shape[1], g, D), key.transpose(-1, -2)).float() * (scaling or D ** -0.5)
-    if attention_mask is not None:
-        s = s.masked_fill(~attention_mask, float("-inf")) if attention_mask.dtype == torch.bool else s + attention_mask
-    out = torch.matmul(s.softmax(-1).to(value.dtype), value)
-    return out.reshape(B, H, 1, D).transpose(1, 2).contiguous(), None
+    s = torch.matmul(q, k.transpose(-1, -2)).float() * scale
+    if mask is not None: s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask
+    return torch.matmul(s.softmax(-1).to(v.dtype), v)
+
+def grouped_decode_sdpa(module, query, key, value, attention_mask, **kw):
+    "SDPA for one-token decoding that reads each KV head once (its query heads as query positions); else transformers'."
+    return _grouped_decode(_sdpa, module, query, key, value, attention_mask, **kw)
+
+def grouped_decode_matmul(module, query, key, value, attention_mask, **kw):
+    "`grouped_decode_sdpa` written as two batched matmuls around an fp32 softmax; else transformers' SDPA."
+    return _grouped_decode(_matmuls, module, query, key, value, attention_mask, **kw)
 
 # %% ../nbs/01a_generation.ipynb #3769ee7b
 def register_grouped_decode(kernel: str = "sdpa"):
