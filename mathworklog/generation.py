@@ -233,12 +233,11 @@ def gumbel_pick(logits, temperature: float):
 # %% ../nbs/01a_generation.ipynb #6ec0e327
 def decode_group(model, input_ids, attention_mask, cache, length: int, gc,
                  forward=None,          # the decode step's forward (a compiled one on a GPU); default: `model`
-                 check_every: int = 16, # tokens between checks that every row has stopped (each one waits)
-                 model_gc=None          # the defaults `generate` would fill unset fields from (default: the model's)
+                 check_every: int = 16  # tokens between checks that every row has stopped (each one waits)
                 ):
     "Up to `gc.max_new_tokens` for a left-padded batch, in a static `cache` of `length` tokens: ids as `generate` has."
     import torch
-    model_gc = model_gc if model_gc is not None else getattr(model, "generation_config", None)
+    model_gc = getattr(model, "generation_config", None)     # what `generate` fills unset fields from
     why = decode_unsupported(gc, model_gc)
     if why: raise ValueError(f"decode_group samples with a temperature only, not {why}: use generate")
     B, P = input_ids.shape

@@ -196,8 +196,9 @@ def grpo_step_md(g: dict, folder: Path) -> list[str]:
         parts = {k.removesuffix(c): x for k, x in r.items() if k.endswith(c)} if r else {}
         name = f"{v} ({p})" + (f", {change.replace('+', ', ')}" if change else "")
         key = f"{v}:{p}" + (f":{change}" if change else "")
-        out.append(_row(name, _num(r.get("step_s"), "{:.2f}"), _num(_speedup(g, key, None), "{:.2f}×"),
-                        _num(r.get("step_s_cpu"), "{:.2f}"), _num(_speedup(g, key, None, "_cpu"), "{:.2f}×"),
+        vp = (key, None) if change else (v, p)                           # an older JSON has plain paths only
+        out.append(_row(name, _num(r.get("step_s"), "{:.2f}"), _num(_speedup(g, *vp), "{:.2f}×"),
+                        _num(r.get("step_s_cpu"), "{:.2f}"), _num(_speedup(g, *vp, "_cpu"), "{:.2f}×"),
                         _gen_cell(parts), _num(parts.get("logprobs_s"), "{:.2f}"),
                         _num(parts.get("training_s"), "{:.2f}"), _num(r.get("peak_gib"), "{:.1f}"), _gap_cell(r)))
     return out + (["", _cpu_line(g, sh)] if g.get("device") == "cpu" else []) + [""]
