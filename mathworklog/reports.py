@@ -13,7 +13,7 @@ from .files import project_root
 
 # %% auto #0
 __all__ = ['HELDOUT', 'RENDERERS', 'GRPO_PATHS', 'PRESAMPLE_ROWS', 'grpo_controls', 'grpo_part_gaps', 'grpo_learns_rows',
-           'renders', 'grpo_step_md', 'rollout_throughput_md', 'presample_full_md', 'vllm_tests_md',
+           'renders', 'grpo_step_md', 'grpo_decode_md', 'rollout_throughput_md', 'presample_full_md', 'vllm_tests_md',
            'learning_start_md', 'suspect', 'live_sync_md', 'grpo_learns_md', 'stream_race_md', 'vllm_engines_md',
            'logprob_memory_md', 'cpu_engines_md', 'measured_markdown']
 
@@ -202,6 +202,20 @@ def grpo_step_md(g: dict, folder: Path) -> list[str]:
                         _gen_cell(parts), _num(parts.get("logprobs_s"), "{:.2f}"),
                         _num(parts.get("training_s"), "{:.2f}"), _num(r.get("peak_gib"), "{:.1f}"), _gap_cell(r)))
     return out + (["", _cpu_line(g, sh)] if g.get("device") == "cpu" else []) + [""]
+
+# %% ../nbs/01h_reports.ipynb #6b7df52f
+@renders("grpo_step_decode.json", "bench/grpo_step.py")
+def grpo_decode_md(g: dict, folder: Path) -> list[str]:
+    """The run that timed the decode loop (`generation.fast_decode`) against `generate`: `grpo_step_md`'s table of
+    its first round, then each library variant's step and generation seconds in both rounds."""
+    rounds = [g, g.get("round2") or {}]
+    keys = [k for k in g if k.startswith("mathworklog:") and isinstance(g[k], dict) and "step_s" in g[k]]
+    cell = lambda r: f"{r['step_s']:.2f} ({r['generation_s']:.2f})" if r else "not measured"
+    out = ["The decode loop against `generate` (`grpo_step_decode.json`; its note says where and how it ran):", ""]
+    out += grpo_step_md(g, folder)
+    out += [_row("variant", "round 1: s/step (generation)", "round 2: s/step (generation)"), _rule(3)]
+    out += [_row(k, *(cell(r.get(k)) for r in rounds)) for k in keys] + [""]
+    return out
 
 # %% ../nbs/01h_reports.ipynb #f622f4e2
 @renders("rollout_throughput.json", "bench/rollout_throughput.py")
