@@ -192,10 +192,10 @@ def grpo_step_md(g: dict, folder: Path) -> list[str]:
     tried = [tuple(k.split(":", 2)) for k in g if k.count(":") == 2 and k.split(":")[0] in GRPO_PATHS
              and isinstance(g[k], dict) and "step_s" in g[k]]             # speed-up candidates: KIND:PREC:changes
     for v, p, change in plain + tried:
-        r = g.get(f"{v}:{p}" + (f":{change}" if change else ""), {})
+        key = f"{v}:{p}" + (f":{change}" if change else "")
+        r = g.get(key, {})
         parts = {k.removesuffix(c): x for k, x in r.items() if k.endswith(c)} if r else {}
         name = f"{v} ({p})" + (f", {change.replace('+', ', ')}" if change else "")
-        key = f"{v}:{p}" + (f":{change}" if change else "")
         vp = (key, None) if change else (v, p)                           # an older JSON has plain paths only
         out.append(_row(name, _num(r.get("step_s"), "{:.2f}"), _num(_speedup(g, *vp), "{:.2f}×"),
                         _num(r.get("step_s_cpu"), "{:.2f}"), _num(_speedup(g, *vp, "_cpu"), "{:.2f}×"),

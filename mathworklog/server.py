@@ -16,7 +16,7 @@ from .procs import OwnedProcess, free_port, track_tree
 from dataclasses import dataclass
 from .settings import Settings, valid_int, valid_number
 from .transport import GLOO, direct_opener, http_json, is_loopback, plugin_installed
-from .weights import port_clash
+from .weights import retry_port_clash
 
 # %% auto #0
 __all__ = ['ServerSettings', 'VLLMServer', 'listening_sockets', 'checker_digests', 'witness', 'server_logprobs', 'ServerCopy',
@@ -146,11 +146,9 @@ def start(self: VLLMServer, tries: int = 3):
         if free_port(self.host, self.port) is None:
             raise RuntimeError(f"port {self.port} on {self.host} is taken; pass another port (or none, for a free one)")
         return self._start()
-    for i in range(tries):
-        self.port = free_port(self.host)
-        try: return self._start()
-        except RuntimeError as e:
-            if i + 1 == tries or not port_clash(e): raise
+    def repick(): self.port = free_port(self.host)
+    repick()
+    return retry_port_clash(self._start, tries, repick)
 
 @patch
 def _start(self: VLLMServer):

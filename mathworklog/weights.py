@@ -454,16 +454,20 @@ def port_clash(e: BaseException) -> bool:
     s = str(e)
     return "EADDRINUSE" in s or "address already in use" in s.lower()
 
-def retry_port_clash(make,              # the start to try: no arguments, its result returned
-                     tries: int = 3):   # starts in all
-    """`make()`; when it fails because its rendezvous port (`MASTER_PORT`) was taken in the meantime, again on a fresh
-    loopback port, at most `tries` times in all. Any other error is raised at once."""
+def _fresh_master_port():
     from mathworklog.procs import free_port
+    os.environ["MASTER_PORT"] = str(free_port())
+
+def retry_port_clash(make,              # the start to try: no arguments, its result returned
+                     tries: int = 3,    # starts in all
+                     repick=None):      # picks the fresh port (default: a free loopback port as `MASTER_PORT`)
+    """`make()`; when it fails because its port (by default the rendezvous port, `MASTER_PORT`) was taken in the
+    meantime, `repick()` and again, at most `tries` times in all. Any other error is raised at once."""
     for i in range(tries):
         try: return make()
         except Exception as e:
             if i == tries - 1 or not port_clash(e): raise
-            os.environ["MASTER_PORT"] = str(free_port())
+            (repick or _fresh_master_port)()
 
 # %% ../nbs/01d_weights.ipynb #3b919c8f
 RENDEZVOUS_VARS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE")
