@@ -37,12 +37,14 @@ GPU_SHAPE = dict(prompts=16, gens=8, new=256)
 
 
 COPY_KEYS = ("decoder", "attention")   # keys for the RolloutCopy, not GRPOConfig: decoder=hf is the old path
+MODEL_KEYS = ("base_dtype",)           # how the model loads: base_dtype=bfloat16 keeps the frozen base out of autocast
 
 
 def trainer_overrides(v: str) -> dict:
     """A variant's own GRPOConfig changes, a speed-up under test against the plain variant in the same run:
     `KIND:PREC:key=value+key=value` (values read as JSON where they parse: `gradient_checkpointing=false`); the keys
-    in COPY_KEYS go to the `RolloutCopy` instead (`mathworklog:bf16:decoder=hf`)."""
+    in COPY_KEYS go to the `RolloutCopy` instead (`mathworklog:bf16:decoder=hf`), those in MODEL_KEYS to the loader
+    (`mathworklog:bf16:base_dtype=bfloat16`: the base weights in bf16, so autocast stops casting them every step)."""
     import json
     parts = v.split(":")
     if len(parts) < 3 or not parts[2]: return {}
@@ -198,9 +200,10 @@ def build_trainer(kind, prec, path, tok, ds, shape, out_dir, gpu, extra=None):
     over = (dict(bf16=prec == "bf16", gradient_checkpointing=gpu) | (dict(use_cpu=True) if not gpu else {})
             | (dict(vllm_max_model_length=1024) if colocate else {}) | (extra or {}))
     copy_kw = {k: over.pop(k) for k in COPY_KEYS if k in over}
+    base_dtype = getattr(torch, {k: over.pop(k) for k in MODEL_KEYS if k in over}.get("base_dtype", "float32"))
     cfg = grpo_config(out_dir, gs, **over)
     with colocated_vllm(rollout_dtype) if colocate else SyncPatch(None):
-        tr = recording_trainer_class()(model=AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32),
+        tr = recording_trainer_class()(model=AutoModelForCausalLM.from_pretrained(path, dtype=base_dtype),
                                        reward_funcs=REWARD_FUNCS, args=cfg, train_dataset=ds, processing_class=tok,
                                        peft_config=lora_config(16))
     if kind == "mathworklog": attach_rollout_copy(tr, getattr(torch, rollout_dtype), **copy_kw)
@@ -262,7 +265,9 @@ def run_variant(v, a):
                 tokens_per_step=shape["prompts"] * shape["gens"] * shape["new"],
                 generation_tok_s=shape["prompts"] * shape["gens"] * shape["new"] / out["generation_s"],
                 compiled_graphs=graphs, trainer_overrides=extra,
-                trainer_precision="bf16 autocast, fp32 weights" if prec == "bf16" else "fp32",
+                trainable_dtypes=sorted({str(p.dtype) for p in tr.model.parameters() if p.requires_grad}),
+                trainer_precision=(f"bf16 autocast, {extra.get('base_dtype', 'float32')} base weights"
+                                   if prec == "bf16" else "fp32"),
                 rollout_dtype=(f"{rollout_dtype} (vLLM)" if kind == "vllm_colocate" else
                                f"{rollout_dtype} (RolloutCopy, decoder {tr.rollouts.decoder}, "
                                f"attention {tr.rollouts.attention})"
