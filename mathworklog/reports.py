@@ -13,9 +13,9 @@ from .files import project_root
 
 # %% auto #0
 __all__ = ['HELDOUT', 'RENDERERS', 'GRPO_PATHS', 'PRESAMPLE_ROWS', 'grpo_controls', 'grpo_part_gaps', 'grpo_learns_rows',
-           'renders', 'grpo_step_md', 'grpo_decode_md', 'rollout_throughput_md', 'presample_full_md', 'vllm_tests_md',
-           'learning_start_md', 'suspect', 'live_sync_md', 'grpo_learns_md', 'stream_race_md', 'vllm_engines_md',
-           'logprob_memory_md', 'cpu_engines_md', 'measured_markdown']
+           'renders', 'grpo_step_md', 'grpo_decode_md', 'grpo_base_dtype_md', 'rollout_throughput_md',
+           'presample_full_md', 'vllm_tests_md', 'learning_start_md', 'suspect', 'live_sync_md', 'grpo_learns_md',
+           'stream_race_md', 'vllm_engines_md', 'logprob_memory_md', 'cpu_engines_md', 'measured_markdown']
 
 # %% ../nbs/01h_reports.ipynb #d4d9bccf
 def _num(v, fmt="{:,.0f}"):
@@ -178,7 +178,9 @@ def _cpu_line(g: dict, sh: dict) -> str:
 
 # %% ../nbs/01h_reports.ipynb #d17ea91c
 @renders("grpo_step.json", "bench/grpo_step.py")
-def grpo_step_md(g: dict, folder: Path) -> list[str]:
+def grpo_step_md(g: dict, folder: Path,
+                 measured_only: bool = False,  # leave out the paths this run did not time
+                 ) -> list[str]:
     """GRPO step time by rollout path and precision: s/step by the wall clock and by CPU time, each with its speed-up
     over TRL's default path of the same run, the step's parts, peak memory, the sampler–trainer log-prob gap; on a CPU,
     where it ran and which path was fastest."""
@@ -194,6 +196,7 @@ def grpo_step_md(g: dict, folder: Path) -> list[str]:
     for v, p, change in plain + tried:
         key = f"{v}:{p}" + (f":{change}" if change else "")
         r = g.get(key, {})
+        if measured_only and "step_s" not in r: continue
         parts = {k.removesuffix(c): x for k, x in r.items() if k.endswith(c)} if r else {}
         name = f"{v} ({p})" + (f", {change.replace('+', ', ')}" if change else "")
         vp = (key, None) if change else (v, p)                           # an older JSON has plain paths only
@@ -204,18 +207,29 @@ def grpo_step_md(g: dict, folder: Path) -> list[str]:
     return out + (["", _cpu_line(g, sh)] if g.get("device") == "cpu" else []) + [""]
 
 # %% ../nbs/01h_reports.ipynb #6b7df52f
-@renders("grpo_step_decode.json", "bench/grpo_step.py")
-def grpo_decode_md(g: dict, folder: Path) -> list[str]:
-    """The run that timed the decode loop (`generation.fast_decode`) against `generate`: `grpo_step_md`'s table of
-    its first round, then each library variant's step and generation seconds in both rounds."""
+def _rounds_md(g: dict, folder: Path, title: str) -> list[str]:
+    """A run that timed library variants in two rounds (its second under `round2`): `title`, `grpo_step_md`'s table of
+    the first round, then each variant's s/step with its generation and training seconds and its log-prob gap."""
     rounds = [g, g.get("round2") or {}]
     keys = [k for k in g if k.startswith("mathworklog:") and isinstance(g[k], dict) and "step_s" in g[k]]
-    cell = lambda r: f"{r['step_s']:.2f} ({r['generation_s']:.2f})" if r else "not measured"
-    out = ["The decode loop against `generate` (`grpo_step_decode.json`; its note says where and how it ran):", ""]
-    out += grpo_step_md(g, folder)
-    out += [_row("variant", "round 1: s/step (generation)", "round 2: s/step (generation)"), _rule(3)]
-    out += [_row(k, *(cell(r.get(k)) for r in rounds)) for k in keys] + [""]
-    return out
+    gap = lambda r: ((r.get("logprob_mismatch") or {}).get("mean"))
+    cell = lambda r: (f"{r['step_s']:.2f} ({r['generation_s']:.2f}, {r['training_s']:.2f}"
+                      + (f"; gap {gap(r):.4f})" if gap(r) is not None else ")") if r else "not measured")
+    out = [title, ""] + grpo_step_md(g, folder, measured_only=True)
+    out += [_row("variant", "round 1: s/step (generation, training; gap)", "round 2"), _rule(3)]
+    return out + [_row(k, *(cell(r.get(k)) for r in rounds)) for k in keys] + [""]
+
+@renders("grpo_step_decode.json", "bench/grpo_step.py")
+def grpo_decode_md(g: dict, folder: Path) -> list[str]:
+    "The run that timed the decode loop (`generation.fast_decode`) against `generate`, by round (`_rounds_md`)."
+    return _rounds_md(g, folder, "The decode loop against `generate` (`grpo_step_decode.json`; its note says where and "
+                                 "how it ran):")
+
+@renders("grpo_step_base_dtype.json", "bench/grpo_step.py")
+def grpo_base_dtype_md(g: dict, folder: Path) -> list[str]:
+    "The run that timed the frozen base in bf16 (`base_dtype=bfloat16`) against fp32 under autocast, by round."
+    return _rounds_md(g, folder, "The frozen base in bf16 against fp32 weights under bf16 autocast "
+                                 "(`grpo_step_base_dtype.json`; its note says where and how it ran):")
 
 # %% ../nbs/01h_reports.ipynb #f622f4e2
 @renders("rollout_throughput.json", "bench/rollout_throughput.py")

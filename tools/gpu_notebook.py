@@ -42,7 +42,7 @@ def main():
     p.add_argument("executed"); p.add_argument("out")
     p.add_argument("--versions", required=True, help="gpu_run.sh's versions.txt of that call")
     p.add_argument("--summary", required=True, help="gpu_run.sh's summary line of the item")
-    p.add_argument("--device", default="one NVIDIA H200 (141 GB; 139 GiB usable)")
+    p.add_argument("--device", default=None, help="where it ran (default: the GPU that versions.txt names)")
     p.add_argument("--note", default="", help="a sentence more for the first cell")
     a = p.parse_args()
     nb = json.loads(Path(a.executed).read_text())
@@ -51,11 +51,13 @@ def main():
     for c in nb["cells"]:
         if c["cell_type"] == "code": c["outputs"] = clean_outputs(c.get("outputs", []), stats)
     versions = Path(a.versions).read_text().strip()
+    gpu = re.search(r"(NVIDIA .+|no GPU)$", versions)
+    device = a.device or (f"one {gpu.group(1)}" if gpu else "a device versions.txt does not name")
     params = pm.get("parameters", {})
     m = re.search(r"rc=(\d+) (\d+) s peak-GPU (\S+) MiB", a.summary)
     rc, secs, peak = m.groups() if m else ("?", "?", "?")
     stem = Path(pm.get("input_path", a.executed)).stem
-    lines = [f"**Where this ran.** `{stem}` on {a.device}, {str(pm.get('start_time', '?'))[:10]}, through papermill "
+    lines = [f"**Where this ran.** `{stem}` on {device}, {str(pm.get('start_time', '?'))[:10]}, through papermill "
              f"(`bash bench/gpu_run.sh nb:{stem}:…`), preset `{params.get('preset', '?')}` from the learning start.",
              "",
              f"- versions (the box's `versions.txt`): {versions}",
