@@ -266,8 +266,8 @@ def run_variant(v, a):
                 generation_tok_s=shape["prompts"] * shape["gens"] * shape["new"] / out["generation_s"],
                 compiled_graphs=graphs, trainer_overrides=extra,
                 trainable_dtypes=sorted({str(p.dtype) for p in tr.model.parameters() if p.requires_grad}),
-                trainer_precision=(f"bf16 autocast, {extra.get('base_dtype', 'float32')} base weights"
-                                   if prec == "bf16" else "fp32"),
+                trainer_precision=("bf16 autocast" if prec == "bf16" else "fp32")
+                                  + f", {extra.get('base_dtype', 'float32')} base weights",
                 rollout_dtype=(f"{rollout_dtype} (vLLM)" if kind == "vllm_colocate" else
                                f"{rollout_dtype} (RolloutCopy, decoder {tr.rollouts.decoder}, "
                                f"attention {tr.rollouts.attention})"

@@ -209,12 +209,17 @@ def grpo_step_md(g: dict, folder: Path,
 # %% ../nbs/01h_reports.ipynb #6b7df52f
 def _rounds_md(g: dict, folder: Path, title: str) -> list[str]:
     """A run that timed library variants in two rounds (its second under `round2`): `title`, `grpo_step_md`'s table of
-    the first round, then each variant's s/step with its generation and training seconds and its log-prob gap."""
+    the first round, then each variant's s/step with its generation and training seconds and its log-prob gap (or that
+    its worker failed, and whether it ran out of memory)."""
     rounds = [g, g.get("round2") or {}]
-    keys = [k for k in g if k.startswith("mathworklog:") and isinstance(g[k], dict) and "step_s" in g[k]]
+    keys = [k for k in g if k.startswith("mathworklog:") and isinstance(g[k], dict) and {"step_s", "error"} & set(g[k])]
     gap = lambda r: ((r.get("logprob_mismatch") or {}).get("mean"))
-    cell = lambda r: (f"{r['step_s']:.2f} ({r['generation_s']:.2f}, {r['training_s']:.2f}"
-                      + (f"; gap {gap(r):.4f})" if gap(r) is not None else ")") if r else "not measured")
+    def cell(r):
+        if not r: return "not measured"
+        if "step_s" not in r:                                           # a worker that died: bench's error record
+            return "failed" + (", out of memory" if "OutOfMemoryError" in r.get("log_tail", "") else "")
+        return (f"{r['step_s']:.2f} ({r['generation_s']:.2f}, {r['training_s']:.2f}"
+                + (f"; gap {gap(r):.4f})" if gap(r) is not None else ")"))
     out = [title, ""] + grpo_step_md(g, folder, measured_only=True)
     out += [_row("variant", "round 1: s/step (generation, training; gap)", "round 2"), _rule(3)]
     return out + [_row(k, *(cell(r.get(k)) for r in rounds)) for k in keys] + [""]

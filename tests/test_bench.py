@@ -18,8 +18,8 @@ def test_registry_names_every_bench_json_in_order():
     "One renderer per bench JSON, each with the script that writes it, in the order the README prints them."
     assert [fn.__name__ for _, _, fn in report.RENDERERS] == [
         "grpo_step_md", "grpo_decode_md", "grpo_base_dtype_md", "rollout_throughput_md", "presample_full_md",
-        "vllm_tests_md", "learning_start_md", "live_sync_md", "grpo_learns_md", "stream_race_md", "vllm_engines_md", "logprob_memory_md",
-        "cpu_engines_md"]
+        "vllm_tests_md", "learning_start_md", "live_sync_md", "grpo_learns_md", "stream_race_md", "vllm_engines_md",
+        "logprob_memory_md", "cpu_engines_md"]
     for name, writer, fn in report.RENDERERS:
         assert name.endswith(".json") and writer.startswith("bench/") and fn.__doc__, (name, writer)
 
