@@ -37,7 +37,8 @@ GPU_SHAPE = dict(prompts=16, gens=8, new=256)
 
 
 COPY_KEYS = ("decoder", "attention")   # keys for the RolloutCopy, not GRPOConfig: decoder=hf is the old path
-MODEL_KEYS = ("base_dtype",)           # how the model loads: base_dtype=bfloat16 keeps the frozen base out of autocast
+MODEL_KEYS = ("base_dtype",)   # how the model loads: base_dtype=bfloat16 keeps the frozen base out of autocast, as the
+                               # library's GRPOSettings(weights="bf16") loads it (load_policy); the default is fp32
 
 
 def trainer_overrides(v: str) -> dict:
