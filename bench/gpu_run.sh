@@ -34,8 +34,9 @@
 #   nb:04_presample:backend=vllm,workers=4,n_questions=7473,k=8,max_new_tokens=256@480
 #   (174 s on 2026-12-05, fourth session: 7,473 x 8 in 63.4 s, 105,181 tok/s)
 # Chapters 07 and 08 read 06's runs (05's and 06's on the gpu preset): on a fresh box they run 04, 05 and 06 first
-# (ensure_upstream), which does not fit one call: run nb:05_sft and nb:06_opd in calls of their own first, or pass
-# upstream=error to 07 and 08 to fail at once. 07 takes `experiments` (labels of GRPO_RUNS), not a rollout choice.
+# (ensure_upstream), which did not fit the time left in a call on 2026-12-06: run nb:05_sft and nb:06_opd as items
+# before them (83 s and 210 s on the H200 of 2026-12-03, 07 then 135 s), or pass upstream=error to 07 and 08 to fail
+# at once. 07 takes `experiments` (labels of GRPO_RUNS), not a rollout choice.
 # bench:grpo_step:--profile-step,N profiles step N of every variant, and a profiled step is slow (TRL's default path:
 # minutes): on 2026-12-05 eight profiled variants under 575 s finished one. Profile one variant per item, alone, and time
 # the paths in an item without the profile. A variant KIND:PREC:key=value+key=value tries GRPOConfig changes against
