@@ -74,8 +74,19 @@ for v in MATHWORKLOG_TOKENIZER MATHWORKLOG_GSM8K; do
 done
 
 # run NAME LIMIT CMD...: the command under a limit, its output in NAME.log, a summary line with rc, seconds and peak GPU memory
+# keep_earlier NAME: an item run again in this work folder (a second bench:grpo_step, a chapter re-run) would write over
+# the first one's log and results ($W/NAME.*, also under NAME with _ for -): they move to $W/earlier-<ns>/ first
+keep_earlier() {
+  local n f=() d="$W/earlier-$(date +%s%N)"
+  for n in "$1" "${1//-/_}"; do f+=("$W/$n".*); done
+  f=($(for x in "${f[@]}"; do [ -e "$x" ] && echo "$x"; done | sort -u))
+  [ ${#f[@]} -eq 0 ] && return 0
+  mkdir -p "$d" && mv "${f[@]}" "$d"/
+  echo "$1: the earlier run's files moved to $(basename "$d")/" | tee -a "$W/summary.txt"
+}
 run() {
   local name=$1 limit=$2; shift 2
+  keep_earlier "$name"
   local left=$(( DEADLINE - ($(date +%s) - T0) )); [ $left -lt 20 ] && { echo "$name skipped (deadline)" | tee -a "$W/summary.txt"; return; }
   [ $limit -gt $left ] && limit=$left
   smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$W/$name.mem" 2>/dev/null & local sampler=$!
@@ -96,7 +107,6 @@ for item in "$@"; do
   case "$kind" in
     vllm-tests)
       need_vllm vllm-tests || continue
-      rm -f "$W/vllm_tests.json"
       run vllm-tests ${LIMIT:-420} env VLLM_TEST_REPORT="$W/vllm_tests.json" python3 -m pytest -q -rA -p no:cacheprovider tests/test_vllm.py
       { grep -E "^(PASSED|FAILED|ERROR|SKIPPED)|passed|failed|error" "$W/vllm-tests.log" | tail -15; cat "$W/versions.txt"; } > "$W/vllm_tests.txt"
       tail -3 "$W/vllm_tests.txt" ;;

@@ -1,5 +1,5 @@
 "How bench/report.py reads the bench scripts' JSON (bench/ owns those files; the library never reads them)."
-import json, sys
+import json, os, subprocess, sys
 import pytest
 from pathlib import Path
 
@@ -277,3 +277,19 @@ def test_grpo_step_variant_overrides():
                                        "+optim=adamw_torch_fused") == dict(
         gradient_checkpointing=False, per_device_train_batch_size=32, optim="adamw_torch_fused")
     with pytest.raises(ValueError, match="not key=value"): grpo_step.trainer_overrides("mathworklog:bf16:nogc")
+
+
+def test_gpu_run_keeps_an_item_run_twice(tmp_path):
+    "bench/gpu_run.sh runs an item a second time without losing the first run's files: they move to earlier-<ns>/."
+    work, out = tmp_path/"work", tmp_path/"out"
+    env = dict(os.environ, GPU_RUN_WORK=str(work), OUT=str(out), GPU_RUN_PRESET="tiny", DEADLINE="120",
+               MATHWORKLOG_TOKENIZER=str(tmp_path), MATHWORKLOG_GSM8K=str(tmp_path))
+    item = "nb:no_such_chapter@30"                   # papermill fails at once, after writing the item's log
+    p = subprocess.run(["bash", "bench/gpu_run.sh", item, item], cwd=BENCH.parent, env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    earlier = list(work.glob("earlier-*"))
+    assert len(earlier) == 1 and (earlier[0]/"no_such_chapter.log").exists(), sorted(map(str, work.rglob("*")))
+    assert (work/"no_such_chapter.log").exists()
+    summary = (work/"summary.txt").read_text()
+    assert summary.count("no_such_chapter rc=") == 2 and "the earlier run's files moved to earlier-" in summary
