@@ -37,15 +37,14 @@ GPU_SHAPE = dict(prompts=16, gens=8, new=256)
 
 
 COPY_KEYS = ("decoder", "attention")   # keys for the RolloutCopy, not GRPOConfig: decoder=hf is the old path
-MODEL_KEYS = ("base_dtype",)   # how the model loads: base_dtype=bfloat16 keeps the frozen base out of autocast, as the
-                               # library's GRPOSettings(weights="bf16") loads it (load_policy); the default is fp32
 
 
 def trainer_overrides(v: str) -> dict:
     """A variant's own GRPOConfig changes, a speed-up under test against the plain variant in the same run:
     `KIND:PREC:key=value+key=value` (values read as JSON where they parse: `gradient_checkpointing=false`); the keys
-    in COPY_KEYS go to the `RolloutCopy` instead (`mathworklog:bf16:decoder=hf`), those in MODEL_KEYS to the loader
-    (`mathworklog:bf16:base_dtype=bfloat16`: the base weights in bf16, so autocast stops casting them every step)."""
+    in COPY_KEYS go to the `RolloutCopy` instead (`mathworklog:bf16:decoder=hf`), and `base_dtype` to the loader
+    (`mathworklog:bf16:base_dtype=bfloat16`: the base weights in bf16, as the library's GRPOSettings(weights="bf16")
+    loads them, so autocast stops casting them every step; the default is fp32)."""
     import json
     parts = v.split(":")
     if len(parts) < 3 or not parts[2]: return {}
@@ -189,7 +188,7 @@ def build_trainer(kind, prec, path, tok, ds, shape, out_dir, gpu, extra=None):
     from transformers import AutoModelForCausalLM
     from mathworklog.grpo import GRPOSettings, attach_rollout_copy, grpo_config, recording_trainer_class
     from mathworklog.rewards import REWARD_FUNCS
-    from mathworklog.settings import lora_config
+    from mathworklog.settings import lora_config, torch_dtype
     from mathworklog.weights import SyncPatch, colocated_vllm
     colocate = kind == "vllm_colocate"
     rollout_dtype = "bfloat16" if gpu or prec == "bf16" else "float32"
@@ -201,7 +200,7 @@ def build_trainer(kind, prec, path, tok, ds, shape, out_dir, gpu, extra=None):
     over = (dict(bf16=prec == "bf16", gradient_checkpointing=gpu) | (dict(use_cpu=True) if not gpu else {})
             | (dict(vllm_max_model_length=1024) if colocate else {}) | (extra or {}))
     copy_kw = {k: over.pop(k) for k in COPY_KEYS if k in over}
-    base_dtype = getattr(torch, {k: over.pop(k) for k in MODEL_KEYS if k in over}.get("base_dtype", "float32"))
+    base_dtype = torch_dtype(over.pop("base_dtype", "fp32"))
     cfg = grpo_config(out_dir, gs, **over)
     with colocated_vllm(rollout_dtype) if colocate else SyncPatch(None):
         tr = recording_trainer_class()(model=AutoModelForCausalLM.from_pretrained(path, dtype=base_dtype),
@@ -216,7 +215,7 @@ def run_variant(v, a):
     import torch
     from datasets import Dataset
     from mathworklog.data import load_gsm8k, prepare
-    from mathworklog.settings import cpu_threads, get_preset, on_gpu
+    from mathworklog.settings import cpu_threads, dtype_name, get_preset, on_gpu
     from mathworklog.weights import SyncPatch, patch_trl_reload_sync
     kind, prec = v.split(":")[:2]
     extra = trainer_overrides(v)
@@ -267,8 +266,8 @@ def run_variant(v, a):
                 generation_tok_s=shape["prompts"] * shape["gens"] * shape["new"] / out["generation_s"],
                 compiled_graphs=graphs, trainer_overrides=extra,
                 trainable_dtypes=sorted({str(p.dtype) for p in tr.model.parameters() if p.requires_grad}),
-                trainer_precision=("bf16 autocast" if prec == "bf16" else "fp32")
-                                  + f", {extra.get('base_dtype', 'float32')} base weights",
+                trainer_precision=("bf16 autocast" if prec == "bf16" else "fp32") + ", " + dtype_name(next(
+                    p.dtype for p in tr.model.parameters() if not p.requires_grad)) + " base weights",
                 rollout_dtype=(f"{rollout_dtype} (vLLM)" if kind == "vllm_colocate" else
                                f"{rollout_dtype} (RolloutCopy, decoder {tr.rollouts.decoder}, "
                                f"attention {tr.rollouts.attention})"
