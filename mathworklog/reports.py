@@ -213,13 +213,12 @@ def _rounds_md(g: dict, folder: Path, title: str) -> list[str]:
     its worker failed, and whether it ran out of memory)."""
     rounds = [g, g.get("round2") or {}]
     keys = [k for k in g if k.startswith("mathworklog:") and isinstance(g[k], dict) and {"step_s", "error"} & set(g[k])]
-    gap = lambda r: ((r.get("logprob_mismatch") or {}).get("mean"))
     def cell(r):
         if not r: return "not measured"
         if "step_s" not in r:                                           # a worker that died: bench's error record
             return "failed" + (", out of memory" if "OutOfMemoryError" in r.get("log_tail", "") else "")
         return (f"{r['step_s']:.2f} ({r['generation_s']:.2f}, {r['training_s']:.2f}"
-                + (f"; gap {gap(r):.4f})" if gap(r) is not None else ")"))
+                + (f"; gap {_gap_cell(r)})" if (r.get("logprob_mismatch") or {}).get("mean") is not None else ")"))
     out = [title, ""] + grpo_step_md(g, folder, measured_only=True)
     out += [_row("variant", "round 1: s/step (generation, training; gap)", "round 2"), _rule(3)]
     return out + [_row(k, *(cell(r.get(k)) for r in rounds)) for k in keys] + [""]
