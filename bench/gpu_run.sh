@@ -7,7 +7,7 @@
 #                      (.v1 .v2 .v3 .gpu are listed in .git/info/exclude, never committed)
 # Usage:  bash bench/gpu_run.sh ITEM [ITEM ...]   — items run in order, each under a time limit, stopping before
 # $DEADLINE seconds so that what ran comes back; peak GPU memory per item is sampled with nvidia-smi every 0.5 s.
-# Items: vllm-tests | bench:NAME[:ARGS] | nb:NOTEBOOK[:k=v,k=v] | presample-full[:ARGS] | sync-repro | live-sync[:ARMS[:ARGS]]
+# Items: vllm-tests | bench:NAME[:ARGS] | nb:NOTEBOOK[:k=v,k=v] | presample-full[:ARGS] | sync-repro | live-sync[:ARMS[:ARGS]] | sh:CMD
 # | server-mode[:ARMS[:ARGS]], each optionally followed by @SECONDS (its time limit); ARGS and ARMS are comma-separated.
 # server-mode (2 GPUs: an nvidia-h100-x2 or h200-x2 call) is the worklog's own setup: vLLM's server on GPU 1 with the NCCL
 # weight-transfer engine, an unmodified GRPOTrainer(vllm_mode="server") under `accelerate launch` on GPU 0, chapter 08's
@@ -34,8 +34,10 @@
 #   nb:04_presample:backend=vllm,workers=4,n_questions=7473,k=8,max_new_tokens=256@480
 #   (174 s on 2026-12-05, fourth session: 7,473 x 8 in 63.4 s, 105,181 tok/s)
 # Chapters 07 and 08 read 06's runs (05's and 06's on the gpu preset): on a fresh box they run 04, 05 and 06 first
-# (ensure_upstream), which did not fit the time left in a call on 2026-12-06: run nb:05_sft and nb:06_opd as items
-# before them (83 s and 210 s on the H200 of 2026-12-03, 07 then 135 s), or pass upstream=error to 07 and 08 to fail
+# (ensure_upstream), which did not fit the time left in a call on 2026-12-06: run nb:04_presample, nb:05_sft and
+# nb:06_opd as items before them, one or two a call (05 reads 04's presample: without it 05 runs 04 inside its own
+# limit; 83 s and 210 s on the H200 of 2026-12-03, 179 s for 05 with bf16_run=False on the H100 of 2026-12-06, 07 then
+# 135 s), or pass upstream=error to 07 and 08 to fail
 # at once. 07 takes `experiments` (labels of GRPO_RUNS), not a rollout choice.
 # bench:grpo_step:--profile-step,N profiles step N of every variant, and a profiled step is slow (TRL's default path:
 # minutes): on 2026-12-05 eight profiled variants under 575 s finished one. Profile one variant per item, alone, and time
@@ -84,13 +86,25 @@ keep_earlier() {
   mkdir -p "$d" && mv "${f[@]}" "$d"/
   echo "$1: the earlier run's files moved to $(basename "$d")/" | tee -a "$W/summary.txt"
 }
+# reap TAG NAME: stop every process an item left behind (found by the MWL_ITEM=TAG its environment inherited). `timeout`
+# stops the item's own process only: on 2026-12-06 a chapter cut off at its limit left its papermill kernel's vLLM
+# EngineCore running, holding 43 GB of the H100, and the next two chapters could not start vLLM
+reap() {
+  local p left=()
+  for p in /proc/[0-9]*; do grep -qsz "^MWL_ITEM=$1\$" "$p/environ" 2>/dev/null && left+=("${p#/proc/}"); done
+  [ ${#left[@]} -eq 0 ] && return 0
+  kill -TERM "${left[@]}" 2>/dev/null; sleep 3; kill -KILL "${left[@]}" 2>/dev/null
+  echo "$2: stopped ${#left[@]} process(es) it left running" | tee -a "$W/summary.txt"
+}
 run() {
   local name=$1 limit=$2; shift 2
   keep_earlier "$name"
   local left=$(( DEADLINE - ($(date +%s) - T0) )); [ $left -lt 20 ] && { echo "$name skipped (deadline)" | tee -a "$W/summary.txt"; return; }
   [ $limit -gt $left ] && limit=$left
   smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$W/$name.mem" 2>/dev/null & local sampler=$!
-  local t=$(date +%s); ITEM_LIMIT=$limit timeout -k 10 $limit "$@" > "$W/$name.log" 2>&1; local rc=$?
+  local tag="$$-$(date +%s%N)"
+  local t=$(date +%s); MWL_ITEM=$tag ITEM_LIMIT=$limit timeout -k 10 $limit "$@" > "$W/$name.log" 2>&1; local rc=$?
+  reap "$tag" "$name"
   kill $sampler 2>/dev/null; local peak=$(sort -n "$W/$name.mem" 2>/dev/null | tail -1)
   echo "$name rc=$rc $(( $(date +%s) - t )) s peak-GPU ${peak:-?} MiB" | tee -a "$W/summary.txt"
   [ $rc -ne 0 ] && grep -v "Warning\|warnings.warn\|^\s*$" "$W/$name.log" | tail -12
@@ -133,6 +147,8 @@ for item in "$@"; do
         --num_machines 1 --mixed_precision no --dynamo_backend no bench/server_mode.py --preset "$PRESET" --out "$W" --server-gpu 1 \
         ${what:+--arms ${what//,/ }} ${args//,/ } --deadline $(( ${LIMIT:-560} - 60 ))
       grep -E "^ *(arm|fp32|bf16)|ratio|Error" "$W/server-mode.log" | cut -c1-300 ;;
+    sh)   # any command on the box under the same limit (its words comma-separated), e.g. sh:nvidia-smi
+      run sh ${LIMIT:-60} ${rest//,/ } ;;
     *) echo "unknown item $item" ;;
   esac
 done

@@ -293,3 +293,29 @@ def test_gpu_run_keeps_an_item_run_twice(tmp_path):
     assert (work/"no_such_chapter.log").exists()
     summary = (work/"summary.txt").read_text()
     assert summary.count("no_such_chapter rc=") == 2 and "the earlier run's files moved to earlier-" in summary
+
+
+def _running(pid: int) -> bool:
+    "The process `pid` exists and is not a zombie (one stopped but not yet waited for)."
+    try: return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError: return False
+
+
+def test_gpu_run_stops_what_an_item_leaves_running(tmp_path):
+    """bench/gpu_run.sh stops the processes an item started and left running (a chapter's vLLM engine, cut off at its
+    limit, held 43 GB of an H100), even ones in a session of their own, and says so in the summary."""
+    work, out, pid, leave = tmp_path/"work", tmp_path/"out", tmp_path/"pid", tmp_path/"leave.sh"
+    leave.write_text(f"setsid sleep 300 < /dev/null > /dev/null 2>&1 &\necho $! > {pid}\n")
+    env = dict(os.environ, GPU_RUN_WORK=str(work), OUT=str(out), GPU_RUN_PRESET="tiny", DEADLINE="120",
+               MATHWORKLOG_TOKENIZER=str(tmp_path), MATHWORKLOG_GSM8K=str(tmp_path))
+    p = subprocess.run(["bash", "bench/gpu_run.sh", f"sh:bash,{leave}@30"], cwd=BENCH.parent, env=env,
+                       capture_output=True, text=True, timeout=120)
+    left = int(pid.read_text())
+    try:
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert not _running(left), f"the item's sleep {left} is still running"
+        summary = (work/"summary.txt").read_text()
+        assert "sh: stopped 1 process(es) it left running" in summary and "sh rc=0" in summary, summary
+    finally:
+        if _running(left): os.kill(left, 9)
+
