@@ -20,8 +20,8 @@ from .generation import fd_to_file, cpu_vllm_env, token_logprobs
 from .settings import PatchTargetError, fault, on_gpu, require
 
 # %% auto #0
-__all__ = ['SYNC_FIXES', 'RENDEZVOUS_VARS', 'trl_generation_for', 'trl_named_params', 'lora_model', 'receive', 'LoopbackGroup',
-           'cpu_streams', 'weight_metadata', 'vllm_transport', 'engine_loader', 'receive_through_vllm',
+__all__ = ['SYNC_FIXES', 'RENDEZVOUS_VARS', 'CPU_ENGINE_SEQS', 'trl_generation_for', 'trl_named_params', 'lora_model', 'receive',
+           'LoopbackGroup', 'cpu_streams', 'weight_metadata', 'vllm_transport', 'engine_loader', 'receive_through_vllm',
            'trl_generation_class', 'source_of', 'sync_path_affected', 'SyncPatch', 'snapshotting',
            'patch_trl_lora_sync', 'is_patched', 'ProbeTokens', 'probe_batch', 'SyncProbe', 'SyncProbeCallback',
            'trainer_vllm_copy', 'use_server_transport', 'bf16_bytes', 'transport_sync', 'colocate_loads_weights',
@@ -471,22 +471,28 @@ def retry_port_clash(make,              # the start to try: no arguments, its re
 
 # %% ../nbs/01d_weights.ipynb #3b919c8f
 RENDEZVOUS_VARS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE")
+CPU_ENGINE_SEQS = 1024   # the CPU engine's sequences per step: evaluations through it run in waves this wide
 
 @contextlib.contextmanager
-def colocated_vllm(dtype: str = "float32"):   # the engine's dtype: the trainer's ('float32' or 'bfloat16')
-    """For the block, TRL's colocate engine starts in `dtype` (and, on the CPU, eagerly with a fixed KV cache), its
-    rendezvous on a free loopback port unless `MASTER_PORT` is set (TRL's default, 29500, clashes between processes);
-    a port we chose that another process took first is replaced and the start tried again (`retry_port_clash`).
-    The rendezvous variables TRL sets for its engine (`RANK`, `LOCAL_RANK`, `WORLD_SIZE`) are put back afterwards: left
-    behind, they make the next `TrainingArguments` in the process look for a distributed launch."""
-    import functools
+def colocated_vllm(dtype: str = "float32",           # the engine's dtype: the trainer's ('float32' or 'bfloat16')
+                   max_num_seqs: int|None = None):   # at least this many sequences a step (None: `CPU_ENGINE_SEQS`
+                                                     # on the CPU; on a GPU, TRL's own: a step's completions)
+    """For the block, TRL's colocate engine starts in `dtype` (and, on the CPU, eagerly with a fixed KV cache and
+    `CPU_ENGINE_SEQS` sequences a step), its rendezvous on a free loopback port unless `MASTER_PORT` is set (TRL's
+    default, 29500, clashes between processes); a port we chose that another process took first is replaced and the
+    start tried again (`retry_port_clash`). The rendezvous variables TRL sets for its engine (`RANK`, `LOCAL_RANK`,
+    `WORLD_SIZE`) are put back afterwards: left behind, they make the next `TrainingArguments` in the process look for
+    a distributed launch."""
     require("vllm")
     import trl.generation.vllm_generation as vg
     from mathworklog.procs import free_port
     cpu_vllm_env()
     saved, env = vg.LLM, {k: os.environ.get(k) for k in RENDEZVOUS_VARS}
     if env["MASTER_PORT"] is None: os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
-    llm = functools.partial(vg.LLM, dtype=dtype, enforce_eager=not on_gpu(), use_tqdm_on_load=False)
+    seqs = max_num_seqs or (None if on_gpu() else CPU_ENGINE_SEQS)
+    def llm(*a, **kw):
+        if seqs: kw["max_num_seqs"] = max(seqs, kw.get("max_num_seqs") or 0)
+        return saved(*a, **(dict(dtype=dtype, enforce_eager=not on_gpu(), use_tqdm_on_load=False) | kw))
     ours = env["MASTER_PORT"] is None               # a port the user set is theirs: never replaced
     vg.LLM = (lambda *a, **kw: retry_port_clash(lambda: llm(*a, **kw))) if ours else llm
     try:
