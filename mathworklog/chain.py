@@ -17,8 +17,8 @@ from .procs import OwnedProcess
 from .runs import Run, find_runs, new_run
 
 # %% auto #0
-__all__ = ['UPSTREAM_MODES', 'upstream', 'missing_upstream', 'execute_chapter', 'ready', 'chapter_threads', 'beside',
-           'past_seconds', 'chapter_nice', 'run_chapters', 'ensure_upstream']
+__all__ = ['YIELD_NICE', 'UPSTREAM_MODES', 'upstream', 'missing_upstream', 'execute_chapter', 'ready', 'chapter_threads',
+           'beside', 'past_seconds', 'chapter_nice', 'run_chapters', 'ensure_upstream']
 
 # %% ../nbs/00h_chain.ipynb #2a617283
 def upstream(stem: str) -> list[str]:
@@ -104,10 +104,12 @@ def past_seconds(preset: str,               # whose runs
     except (OSError, ValueError): return {}
 
 # %% ../nbs/00h_chain.ipynb #fdd198fc
+YIELD_NICE = 10   # a chapter that yields: CFS gives it 110/1024 of the weight of one at nice 0 (at 5: 335/1024)
+
 def chapter_nice(stem: str, todo: list[str], past: dict) -> int:
-    """`stem`'s CPU priority in a run of `todo` (0, or 5 to yield): 5 when a chapter that can run beside it took longer
-    last time (`past`: seconds by chapter, `past_seconds`)."""
-    return 5 if any(past.get(t, 0) > past.get(stem, 0) for t in beside(stem, todo)) else 0
+    """`stem`'s CPU priority in a run of `todo` (0, or `YIELD_NICE` to yield): `YIELD_NICE` when a chapter that can run
+    beside it took longer last time (`past`: seconds by chapter, `past_seconds`)."""
+    return YIELD_NICE if any(past.get(t, 0) > past.get(stem, 0) for t in beside(stem, todo)) else 0
 
 # %% ../nbs/00h_chain.ipynb #3e0b1c2d
 def run_chapters(stems: list[str], preset: str, wl: Run,
