@@ -18,7 +18,8 @@ from .results import plot_staircase, staircase
 
 # %% auto #0
 __all__ = ['OFFLINE_TEMPLATE', 'FIT_CSS', 'for_reader', 'chapter_title', 'error_outputs', 'page_html', 'index_html',
-           'opening_html', 'render_pages', 'run_worklog', 'export_worklog', 'worklog_markdown', 'worklog_main']
+           'opening_html', 'render_pages', 'machine', 'run_worklog', 'export_worklog', 'worklog_markdown',
+           'worklog_main']
 
 # %% ../nbs/11_runner.ipynb #8db7ff0c
 OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
@@ -162,6 +163,20 @@ def _progress(total: int):
         bar.set_description(", ".join(running) or "done")
     return bar, event
 
+# %% ../nbs/11_runner.ipynb #b5d3f0a2
+def machine() -> dict:
+    "What a run's times were measured on: the CPU's model and its cores, and the GPU's name where there is one."
+    import platform
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines()
+                    if l.startswith("model name")), cpu)
+    out = dict(cpu=cpu, cores=os.cpu_count())
+    if on_gpu():
+        import torch
+        out["gpu"] = torch.cuda.get_device_name()
+    return out
+
 # %% ../nbs/11_runner.ipynb #3cab18df
 def run_worklog(preset: str = "tiny", only: list | None = None, skip_results: bool = False,
                 jobs: int | None = None,      # chapters at once (None: 1 on a GPU, else one more than the cores)
@@ -179,7 +194,7 @@ def run_worklog(preset: str = "tiny", only: list | None = None, skip_results: bo
         raise
     finally:
         if bar is not None: bar.close()
-    wl.update_meta(status="done", results=res)
+    wl.update_meta(status="done", results=res | dict(machine=machine()))
     render_pages(wl.path)
     return wl
 
