@@ -475,14 +475,10 @@ CPU_ENGINE_SEQS = 1024   # the CPU engine's sequences per step: evaluations thro
 
 @contextlib.contextmanager
 def colocated_vllm(dtype: str = "float32",           # the engine's dtype: the trainer's ('float32' or 'bfloat16')
-                   max_num_seqs: int|None = None):   # at least this many sequences a step (None: `CPU_ENGINE_SEQS`
-                                                     # on the CPU; on a GPU, TRL's own: a step's completions)
-    """For the block, TRL's colocate engine starts in `dtype` (and, on the CPU, eagerly with a fixed KV cache and
-    `CPU_ENGINE_SEQS` sequences a step), its rendezvous on a free loopback port unless `MASTER_PORT` is set (TRL's
-    default, 29500, clashes between processes); a port we chose that another process took first is replaced and the
-    start tried again (`retry_port_clash`). The rendezvous variables TRL sets for its engine (`RANK`, `LOCAL_RANK`,
-    `WORLD_SIZE`) are put back afterwards: left behind, they make the next `TrainingArguments` in the process look for
-    a distributed launch."""
+                   max_num_seqs: int|None = None):   # at least this wide (None: `CPU_ENGINE_SEQS`; a GPU: TRL's)
+    """For the block, TRL's colocate engine starts in `dtype` (on the CPU eagerly, fixed KV cache, this wide), its
+    rendezvous on a free loopback port unless `MASTER_PORT` is set (TRL's 29500 clashes between processes), tried again
+    if taken meanwhile (`retry_port_clash`); `RENDEZVOUS_VARS` are put back after (left, a trainer wants a launcher)."""
     require("vllm")
     import trl.generation.vllm_generation as vg
     from mathworklog.procs import free_port
