@@ -18,7 +18,12 @@ export MATHWORKLOG_RUNS=${MATHWORKLOG_RUNS:-$(mktemp -d)/runs}
 # the main job as a fresh clone runs it (tests/main_job.py, what tests/test_notebooks.py asserts on) starts now, in its
 # own session, so its 9 minutes overlap the checks and the other tests; it is stopped with this script however it ends
 export MATHWORKLOG_TEST_MAIN_JOB=$(mktemp -d)
-setsid python tests/main_job.py "$MATHWORKLOG_TEST_MAIN_JOB" > "$MATHWORKLOG_TEST_MAIN_JOB/log" 2>&1 &
+# With the checks and tests beside it, a chapter on two torch threads (05 and 06 have the cores to themselves in a main
+# job) spin-waits for a thread that is not running: chapter 05 took 493 s here against 55-80 s alone. Under two busy
+# loops it had not finished after 500 s; with OMP_WAIT_POLICY=PASSIVE (waiting threads sleep) it took 108 s, with the
+# same weights to the bit (one thread took 108 s too, but gave other weights: another summation order)
+OMP_WAIT_POLICY=PASSIVE setsid python tests/main_job.py "$MATHWORKLOG_TEST_MAIN_JOB" \
+  > "$MATHWORKLOG_TEST_MAIN_JOB/log" 2>&1 &
 main_job=$!
 trap 'kill -- -$main_job 2>/dev/null || true' EXIT
 echo "== the exported modules match the notebooks"
