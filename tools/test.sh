@@ -15,15 +15,16 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
   else echo "chromium could not be installed: tests/test_pages.py skips"; fi
 fi
 export MATHWORKLOG_RUNS=${MATHWORKLOG_RUNS:-$(mktemp -d)/runs}
+# Everything here shares the cores, and a process on several OpenMP threads (torch's, vLLM's CPU engine's) spin-waits
+# for a thread that is not running. In the main job beside the tests, chapter 05 (two torch threads) took 493 s against
+# 55-80 s alone; 05 alone under two busy loops had not finished after 500 s, and took 108 s with waiting threads asleep
+# (OMP_WAIT_POLICY=PASSIVE), its weights identical to the bit (one thread: 108 s, but other weights). A policy only:
+# no result changes with it
+export OMP_WAIT_POLICY=PASSIVE
 # the main job as a fresh clone runs it (tests/main_job.py, what tests/test_notebooks.py asserts on) starts now, in its
 # own session, so its 9 minutes overlap the checks and the other tests; it is stopped with this script however it ends
 export MATHWORKLOG_TEST_MAIN_JOB=$(mktemp -d)
-# With the checks and tests beside it, a chapter on two torch threads (05 and 06 have the cores to themselves in a main
-# job) spin-waits for a thread that is not running: chapter 05 took 493 s here against 55-80 s alone. Under two busy
-# loops it had not finished after 500 s; with OMP_WAIT_POLICY=PASSIVE (waiting threads sleep) it took 108 s, with the
-# same weights to the bit (one thread took 108 s too, but gave other weights: another summation order)
-OMP_WAIT_POLICY=PASSIVE setsid python tests/main_job.py "$MATHWORKLOG_TEST_MAIN_JOB" \
-  > "$MATHWORKLOG_TEST_MAIN_JOB/log" 2>&1 &
+setsid python tests/main_job.py "$MATHWORKLOG_TEST_MAIN_JOB" > "$MATHWORKLOG_TEST_MAIN_JOB/log" 2>&1 &
 main_job=$!
 trap 'kill -- -$main_job 2>/dev/null || true' EXIT
 echo "== the exported modules match the notebooks"
