@@ -15,7 +15,8 @@ side is bf16 in both (the library's `RolloutCopy` default there, and the engine 
 
 The shape is 16 prompts x 8 completions x 256 tokens on the gpu preset and the preset's own GRPO step elsewhere (tiny:
 8 x 8 x 64). Each step is split into generation (TRL's `_generate`, the weight sync included, also given alone),
-log-probs (the trainer's no-grad scoring of the samples: TRL does it for vLLM's importance sampling only), rewards and
+log-probs (the trainer's no-grad scoring of the samples: TRL does it for vLLM's importance sampling only, and the
+library's rows take them from the loss's forward instead: 0 with `:is_from_loss=true`), rewards and
 training (the rest: the loss's forward, backward and the optimizer). Step 1 holds warm-up and compilation: medians are
 over the later steps. The sampler/trainer log-prob gap (mean |log p_trainer - log p_sampler| per sampled token): TRL's
 own `sampling/sampling_logp_difference/mean` for vLLM; for the `RolloutCopy`, the same measure on 8 prompts it samples
@@ -37,14 +38,17 @@ GPU_SHAPE = dict(prompts=16, gens=8, new=256)
 
 
 COPY_KEYS = ("decoder", "attention")   # keys for the RolloutCopy, not GRPOConfig: decoder=hf is the old path
+TRAINER_KEYS = ("is_from_loss",)       # trainer attributes: vllm_colocate:fp32:is_from_loss=true as chapter 07 runs
 
 
 def trainer_overrides(v: str) -> dict:
     """A variant's own GRPOConfig changes, a speed-up under test against the plain variant in the same run:
     `KIND:PREC:key=value+key=value` (values read as JSON where they parse: `gradient_checkpointing=false`); the keys
-    in COPY_KEYS go to the `RolloutCopy` instead (`mathworklog:bf16:decoder=hf`), and `base_dtype` to the loader
-    (`mathworklog:bf16:base_dtype=bfloat16`: the base weights in bf16, as the library's GRPOSettings(weights="bf16")
-    loads them, so autocast stops casting them every step; the default is fp32)."""
+    in COPY_KEYS go to the `RolloutCopy` instead (`mathworklog:bf16:decoder=hf`), those in TRAINER_KEYS are set on the
+    trainer (`vllm_colocate` keeps TRL's own no-grad pass for the importance-sampling ratio; with `:is_from_loss=true`
+    the ratio comes from the loss's forward, as in the library's rows: `isratio.ISFromLoss`), and `base_dtype` to the
+    loader (`mathworklog:bf16:base_dtype=bfloat16`: the base weights in bf16, as the library's
+    GRPOSettings(weights="bf16") loads them, so autocast stops casting them every step; the default is fp32)."""
     import json
     parts = v.split(":")
     if len(parts) < 3 or not parts[2]: return {}
@@ -200,6 +204,7 @@ def build_trainer(kind, prec, path, tok, ds, shape, out_dir, gpu, extra=None):
     over = (dict(bf16=prec == "bf16", gradient_checkpointing=gpu) | (dict(use_cpu=True) if not gpu else {})
             | (dict(vllm_max_model_length=1024) if colocate else {}) | (extra or {}))
     copy_kw = {k: over.pop(k) for k in COPY_KEYS if k in over}
+    attrs = dict(is_from_loss=False) | {k: over.pop(k) for k in TRAINER_KEYS if k in over}   # TRL's own pass
     base_dtype = torch_dtype(over.pop("base_dtype", "fp32"))
     cfg = grpo_config(out_dir, gs, **over)
     with colocated_vllm(rollout_dtype) if colocate else SyncPatch(None):
@@ -207,6 +212,7 @@ def build_trainer(kind, prec, path, tok, ds, shape, out_dir, gpu, extra=None):
                                        reward_funcs=REWARD_FUNCS, args=cfg, train_dataset=ds, processing_class=tok,
                                        peft_config=lora_config(16))
     if kind == "mathworklog": attach_rollout_copy(tr, getattr(torch, rollout_dtype), **copy_kw)
+    for k, x in attrs.items(): setattr(tr, k, x)
     return tr, rollout_dtype
 
 
@@ -249,7 +255,9 @@ def run_variant(v, a):
         if kind == "vllm_colocate":
             diffs = [h["sampling/sampling_logp_difference/mean"] for h in tr.state.log_history
                      if "sampling/sampling_logp_difference/mean" in h]
-            gap = dict(mean=statistics.median(diffs), per_step=diffs,
+            ratio = [h["sampling/importance_sampling_ratio/mean"] for h in tr.state.log_history
+                     if "sampling/importance_sampling_ratio/mean" in h]
+            gap = dict(mean=statistics.median(diffs), per_step=diffs, is_ratio_per_step=ratio,
                        source="TRL's sampling/sampling_logp_difference/mean (median over the steps)")
     n = len(clock.steps)
     # log-probs are scored once a step (vLLM only), syncs once a step (the RolloutCopy's once more for the gap): the

@@ -134,10 +134,11 @@ def recording_trainer_class():
     """TRL's `GRPOTrainer` subclassed to record every rollout and the zero-signal share per reward (built on first use:
     TRL imports late)."""
     from trl import GRPOTrainer
+    from mathworklog.isratio import ISFromLoss
 
-    class RecordingGRPOTrainer(GRPOTrainer):
+    class RecordingGRPOTrainer(ISFromLoss, GRPOTrainer):
         """GRPOTrainer that records every rollout and the zero-signal share per reward, with HF rollouts from a
-        `RolloutCopy`."""
+        `RolloutCopy`, and vLLM's importance-sampling ratio from the loss's forward (`isratio.ISFromLoss`)."""
 
         def __init__(self, *a, run_dir: str | None = None, fast_generation: bool = False, **kw):
             super().__init__(*a, **kw)

@@ -198,6 +198,38 @@ def test_grpo_colocate_two_steps(path, tmp_path):
     if not GPU: assert max(diff) < 1e-4 and all(abs(x - 1) < 1e-3 for x in ratio)   # fp32 trainer and engine agree
 
 
+
+def test_is_ratio_from_the_loss_gives_trls_own_figures(path, tmp_path, monkeypatch):
+    """The importance-sampling ratio from the loss's forward (`isratio.ISFromLoss`, the library's trainer) against TRL's
+    own no-grad pass, three steps each from one seed through the real colocated engine: TRL's pass runs only when asked
+    for, and the sampling figures, the losses and the rewards agree step by step."""
+    import numpy as np
+    from trl import GRPOTrainer
+    from mathworklog.grpo import train_grpo
+    from mathworklog.isratio import ISFromLoss
+    from mathworklog.runs import read_metrics
+    recs = prepare(load_gsm8k("train", n=8, preset=PRESET))
+    calls, own = [], GRPOTrainer._get_per_token_logps_and_entropies
+    def counted(self, *a, **kw):
+        calls.append(torch.is_grad_enabled())
+        return own(self, *a, **kw)
+    monkeypatch.setattr(GRPOTrainer, "_get_per_token_logps_and_entropies", counted)
+    runs = {}
+    for reuse in (True, False):
+        monkeypatch.setattr(ISFromLoss, "is_from_loss", reuse)
+        calls.clear()
+        (d := tmp_path / f"reuse-{reuse}").mkdir()
+        train_grpo(model_path=path, records=recs, run_dir=str(d), steps=3, prompts_per_step=2, num_generations=4,
+                   max_completion_length=16, lora_r=8, rollout="colocate", save_steps=10**6, eval_start=False,
+                   eval_policy=False, gpu_memory_utilization=0.25)
+        runs[reuse] = read_metrics(d), calls.count(False)
+    (m, nograd), (m0, nograd0) = runs[True], runs[False]
+    assert (nograd, nograd0) == (0, 3)                         # TRL's scoring pass: once a step, only when asked for
+    keys = [k for k in m0 if k.startswith("sampling/")] + ["loss", "reward", "entropy"]
+    assert len(keys) == 8 and all(m[k].notna().sum() == 3 for k in keys), list(m)
+    report(is_ratio_from_loss={k: [m[k].dropna().tolist(), m0[k].dropna().tolist()] for k in keys})
+    for k in keys: np.testing.assert_allclose(m[k].dropna(), m0[k].dropna(), rtol=1e-5, atol=1e-6, err_msg=k)
+
 START_INTERRUPTED = r'''
 import os, signal, sys, time
 import psutil
