@@ -99,6 +99,10 @@ BOUNDARIES = [
              "TRL 1.16's, which loads colocate weights through load_weights",
              {"source unavailable": "cannot tell: patched, with a warning", "fixed upstream": "not patched, with a "
               "warning"}),
+    Boundary("TRL GRPOTrainer._compute_loss", "patch", "isratio.ISFromLoss, loss_forward_first",
+             "TRL 1.16's GRPO loss, which scores the policy before it reads vLLM's importance-sampling ratio",
+             {"source unavailable": "TRL's own no-grad pass, with a warning", "another shape": "TRL's own no-grad "
+              "pass, with a warning"}),
     Boundary("TRL's vLLM LLM, torch's CUDA streams", "patch", "weights.colocated_vllm, weights.cpu_streams (a block)",
              "vLLM installed; both restored after the block", {"vLLM absent": E}),
 ]
@@ -136,9 +140,13 @@ def _patch_status(check) -> str:
 
 def check_boundaries() -> pd.DataFrame:
     "Every boundary visible from here (variables, optional libraries, TRL's patch targets): `ok`, or what is wrong."
+    from mathworklog.isratio import loss_forward_first
     from mathworklog.weights import colocate_loads_weights, sync_path_affected
     rows = [(b.name, _variable_status(b.name[1:])) for b in BOUNDARIES if b.name.startswith("$")]
     rows += [(n, str(dependency_problem(n) or "ok")) for n in OPTIONAL]
     rows += [("TRL VLLMGeneration._iter_named_params", _patch_status(sync_path_affected)),
-             ("TRL VLLMGeneration.sync_weights", _patch_status(colocate_loads_weights))]
+             ("TRL VLLMGeneration.sync_weights", _patch_status(colocate_loads_weights)),
+             ("TRL GRPOTrainer._compute_loss", {True: "ok: the ratio comes from the loss's forward",
+                                                None: "cannot tell (no source): TRL's own pass",
+                                                False: "another shape: TRL's own pass"}[loss_forward_first()])]
     return pd.DataFrame(rows, columns=["boundary", "status"]).set_index("boundary")

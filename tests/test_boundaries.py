@@ -411,6 +411,29 @@ def _reload_patch(tmp, env, case, monkeypatch):
     return ("patched, with a warning: " if case == "source unavailable" else "not patched, with a warning: ") + msg
 
 
+@fault("TRL GRPOTrainer._compute_loss", "source unavailable", "another shape")
+def _is_ratio_shape(tmp, env, case, monkeypatch):
+    from trl import GRPOTrainer
+    from mathworklog import isratio
+    if case == "source unavailable":
+        monkeypatch.setattr(GRPOTrainer, "_compute_loss", without_source(GRPOTrainer._compute_loss))
+    else:
+        def _compute_loss(self, model, inputs):           # reads the ratio before it scores the policy
+            w = inputs["importance_sampling_ratio"]
+            return self._get_per_token_logps_and_entropies(model, w)
+        monkeypatch.setattr(GRPOTrainer, "_compute_loss", _compute_loss)
+    caches = (isratio.loss_forward_first, isratio._trl_shape_ok)
+    def check():
+        assert isratio._trl_shape_ok() is False
+        assert boundaries.check_boundaries().loc["TRL GRPOTrainer._compute_loss", "status"].endswith("TRL's own pass")
+    for f in caches: f.cache_clear()
+    try: msg = warned(check)
+    finally:
+        for f in caches: f.cache_clear()
+    assert ("cannot be read" if case == "source unavailable" else "reads the ratio before") in msg, msg
+    return "TRL's own no-grad pass, with a warning: " + msg
+
+
 @fault("TRL's vLLM LLM, torch's CUDA streams", "vLLM absent")
 def _colocated(tmp, env, case, monkeypatch):
     import importlib.util as iu
