@@ -96,21 +96,29 @@ class StopAt(TrainerCallback):
 
 # %% ../nbs/07a_live_sync.ipynb #72a71b5b
 def noise_recording(cls):
-    "`cls` (a `GRPOTrainer` class) that keeps vLLM's and the trainer's log-probs of the sampled tokens, first and last."
+    """`cls` (a `GRPOTrainer` class) that keeps vLLM's and the trainer's log-probs of the sampled tokens, first and
+    last: from TRL's no-grad pass, or from the loss's forward where `isratio.ISFromLoss` stands in for it."""
     class NoiseRecording(cls):
         "Keeps `noise[first|last] = (vLLM's log-probs, the trainer's, step)` of the sampled tokens."
         def __init__(self, *a, **kw):
             super().__init__(*a, **kw)
             self.noise = {}
 
-        def _generate_and_score_completions(self, inputs):
+        def keep(self, s, o, m):
+            "Keep one step's sampled tokens' log-probs: vLLM's `s` and the trainer's `o` where the mask `m` is set."
+            if s is None or o is None or m is None: return
+            k = m.bool()
+            self.noise["last"] = (s[k].float().cpu(), o[k].float().cpu(), self.state.global_step + 1)
+            self.noise.setdefault("first", self.noise["last"])
+
+        def _generate_and_score_completions(self, inputs):      # TRL's own no-grad pass, where it runs
             out = super()._generate_and_score_completions(inputs)
-            s, o, m = (out.get(k) for k in ("sampling_per_token_logps", "old_per_token_logps", "completion_mask"))
-            if s is not None and o is not None and m is not None:
-                k = m.bool()
-                self.noise["last"] = (s[k].float().cpu(), o[k].float().cpu(), self.state.global_step + 1)
-                self.noise.setdefault("first", self.noise["last"])
+            self.keep(*(out.get(k) for k in ("sampling_per_token_logps", "old_per_token_logps", "completion_mask")))
             return out
+
+        def ratio_from(self, old, inputs):                       # the loss's forward (`isratio.ISFromLoss`)
+            self.keep(inputs.get("sampling_per_token_logps"), old, inputs.get("completion_mask"))
+            return super().ratio_from(old, inputs)
     return NoiseRecording
 
 # %% ../nbs/07a_live_sync.ipynb #b313de8d

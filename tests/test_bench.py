@@ -203,6 +203,8 @@ def test_live_sync_tiny(tmp_path):
     "One arm of chapter 08's live experiment from the tiny start, through TRL's colocated vLLM."
     lv = run_bench("live_sync", tmp_path, "--arms", "fp32_unpatched", "--steps", 2)["live_sync"]
     assert lv["arms"]["fp32_unpatched"]["steps"] == 2
+    nt = lv["arms"]["fp32_unpatched"]["noise_table"]              # the trainer's log-probs, from the loss's forward
+    assert (nt["first"]["step"], nt["last"]["step"]) == (1, 2) and nt["first"]["rows"], nt
 
 
 @pytest.mark.bench
