@@ -11,7 +11,7 @@ import contextlib, json, time
 from dataclasses import dataclass
 from pathlib import Path
 import pandas as pd
-from .settings import Settings, valid_choice, valid_int, valid_number
+from .settings import Settings, UnusableInputError, fault, valid_choice, valid_int, valid_number
 from .runs import Run, resolve_run
 from .data import grade, render_prompt
 from .pool import generating
@@ -221,15 +221,22 @@ def load_split(run, records: list[dict], scoring: str|None = None,
 # %% ../nbs/04_presample.ipynb #69ad682f
 def load_rl_set(run, records: list[dict], min_n: int = 0) -> list[dict]:
     """The RL set a run saved (a warm-up, averaging or presample run), as those of `records`: what chapter 07 trains
-    on. One thinner than `min_n` is topped up, with a message, by questions no warm-up trained on (2·`min_n` in
-    all)."""
+    on. One thinner than `min_n` is topped up, with a message, to 2·`min_n` questions: first by questions no warm-up
+    trained on, then, when those run out, by the warm-up's own; fewer than `min_n` in all is an error."""
     rl = load_split(run, records)[0]
     if len(rl) >= min_n: return rl
     run = resolve_run(run, "presample") if not isinstance(run, Run) else run
-    seen = set((rl_set_info(run) or {}).get("warmup_idx", [])) | {r["idx"] for r in rl}
-    extra = [r for r in records if r["idx"] not in seen][:2 * min_n - len(rl)]
+    warm, have = set((rl_set_info(run) or {}).get("warmup_idx", [])), {r["idx"] for r in rl}
+    fresh = [r for r in records if r["idx"] not in warm | have]
+    extra = (fresh + [r for r in records if r["idx"] in warm - have])[:2 * min_n - len(rl)]
+    if len(rl) + len(extra) < min_n:
+        raise fault(UnusableInputError, f"the RL set of {run.id}", f"has {len(rl)} questions and the training split "
+                    f"{len(records)}", f"at least {min_n} (one step's prompts)", "Give the preset more training "
+                    "questions (n_train) or fewer prompts a step (grpo_prompts).")
+    warm_n = max(0, len(extra) - len(fresh))
     print(f"the RL set of {run.id} has {len(rl)} questions (< {min_n}, one step's prompts); adding {len(extra)} "
-          f"training questions no warm-up trained on")
+          "training questions " + (f"({warm_n} of them the warm-up's own: too few others)" if warm_n else
+                                   "no warm-up trained on"))
     return rl + extra
 
 # %% ../nbs/04_presample.ipynb #b487fef6

@@ -174,6 +174,7 @@ def engine_reproduction(path: str, tokenizer, dtype, buffer_size_bytes: int,
                              vs_base=per_token_gap(lp, base_lp, mask, keep), floor=floor, tensors=len(got),
                              exact_tensors=sum(torch.equal(got[n].cpu(), merged[n].cpu()) for n in got),
                              seconds=round(secs, 3)))
+        del copy                  # the last hold on the engine: closing it now frees its memory for the next one
     return pd.DataFrame(rows), pd.DataFrame(chunk_rows)
 
 # %% ../nbs/01e_trace.ipynb #0e19c713
