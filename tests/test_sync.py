@@ -2,10 +2,12 @@
 `_iter_named_params` → vLLM's packed producer → loopback group → packed consumer → the engine's layerwise
 reload, with a buffer that chunks the tiny model the way vLLM's 1 GiB chunks Qwen2.5-0.5B (`trace.matching_buffer`).
 Skipped where vLLM is not installed."""
+import weakref
 import pytest, torch
 pytest.importorskip("vllm")
 pytestmark = pytest.mark.vllm
 
+from mathworklog import generation, trace
 from mathworklog.data import load_gsm8k, prepare, preset_tokenizer
 from mathworklog.models import model_path
 from mathworklog.trace import engine_reproduction, matching_buffer
@@ -20,9 +22,21 @@ def setup():
     return path, tok, probe, matching_buffer(trl_named_params(lora_model(path)))
 
 
-def test_fp32_unpatched_leaves_the_last_chunk_at_base_and_the_fixes_send_the_merged_model(setup):
+def test_fp32_unpatched_leaves_the_last_chunk_at_base_and_the_fixes_send_the_merged_model(setup, monkeypatch):
     path, tok, probe, buf = setup
+    engines, gone = [], []                    # whether the engine is collected when it is closed (chapter 08 starts a
+    own_engine, own_release = trace.probe_engine, generation.release_vllm    # second one next: a GPU needs the memory)
+    def probe_engine(*a, **kw):
+        g = own_engine(*a, **kw)
+        engines.append(weakref.ref(g.llm))
+        return g
+    def release_vllm():
+        own_release()
+        gone.append([e() is None for e in engines])
+    monkeypatch.setattr(trace, "probe_engine", probe_engine)
+    monkeypatch.setattr(generation, "release_vllm", release_vllm)
     rows, chunks = engine_reproduction(path, tok, torch.float32, buf, probe)
+    assert gone == [[True]], gone
     r, c = rows.set_index("sync"), chunks.set_index(["sync", "chunk"])
     assert r.chunks.tolist() == [2, 2, 2]
     assert c.loc[("unpatched", 0), "fraction"] == pytest.approx(1, abs=1e-4)   # closed by the buffer: merged
