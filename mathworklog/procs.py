@@ -265,14 +265,14 @@ def recv_msg(f):
     return pickle.loads(f.read(int.from_bytes(head, "little")))
 
 # %% ../nbs/00b_procs.ipynb #8e9f6ba2
-def die_with_parent():
-    "Exit when the process that started this one is gone (checked every second)."
-    parent = os.getppid()
+def die_with_parent(parent: int|None = None):
+    "Exit when the process `parent` (default: the one that started this one) is gone (checked every second)."
+    parent = parent or os.getppid()
     def watch():
         while True:
             if os.getppid() != parent: os._exit(1)
             time.sleep(1)
-    threading.Thread(target=watch, daemon=True).start()
+    threading.Thread(target=watch, daemon=True, name="die-with-parent").start()
 
 # %% ../nbs/00b_procs.ipynb #a0d0640f
 def _import_fn(spec: str):

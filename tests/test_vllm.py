@@ -303,6 +303,46 @@ def test_pool_of_vllm_engines_dies_with_its_owner(path, tmp_path):
         if owner.poll() is None: owner.kill()
 
 
+ENGINE_OWNER = r'''
+import sys, time
+def main():                                 # vLLM starts its engine core by spawn: the main module is imported again
+    import psutil
+    from transformers import AutoTokenizer
+    from mathworklog.generation import VLLMGenerator
+    path = sys.argv[1]
+    g = VLLMGenerator(path, AutoTokenizer.from_pretrained(path), dtype="float32", max_model_len=512, in_process=False)
+    g.generate(["12 apples"], max_new_tokens=4)
+    print("CHILDREN", *[c.pid for c in psutil.Process().children(recursive=True)], flush=True)
+    time.sleep(600)
+if __name__ == "__main__": main()
+'''
+
+
+def test_an_engine_core_dies_with_its_owner(path, tmp_path):
+    """An engine whose core runs in processes of vLLM's own (its default outside the library's CPU choice), its owner
+    killed outright (SIGKILL): the engine core and its worker exit by themselves (the package's vLLM plugin), where
+    before they kept running."""
+    import signal, subprocess, sys, time
+    import psutil
+    script = tmp_path / "owner.py"
+    script.write_text(ENGINE_OWNER)
+    owner, kids = subprocess.Popen([sys.executable, str(script), path], stdout=subprocess.PIPE, text=True), []
+    try:
+        line = next((x for x in owner.stdout if x.startswith("CHILDREN")), "")
+        kids = [psutil.Process(int(x)) for x in line.split()[1:]]
+        names = [k.name() for k in kids]
+        assert "VLLM::EngineCore" in names, names
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(30)
+        t0 = time.monotonic()
+        gone, alive = psutil.wait_procs(kids, timeout=30)
+        report(engine_owner_killed=dict(processes=names, left_after_30s=len(alive), seconds=time.monotonic() - t0))
+        assert not alive, [(p.pid, p.name()) for p in alive]
+    finally:
+        if owner.poll() is None: owner.kill()
+        for k in kids:
+            if k.is_running(): k.kill()
+
 def test_repro_tool_runs_without_a_gpu(path):
     "`tools/repro_trl_lora_sync.py`, as a maintainer would run it: unpatched the last chunk arrives as base weights."
     import re, subprocess, sys
