@@ -265,9 +265,14 @@ def recv_msg(f):
     return pickle.loads(f.read(int.from_bytes(head, "little")))
 
 # %% ../nbs/00b_procs.ipynb #8e9f6ba2
+_WATCHED = set()   # the parents this process already watches
+
 def die_with_parent(parent: int|None = None):
-    "Exit when the process `parent` (default: the one that started this one) is gone (checked every second)."
+    """Exit when the process `parent` (default: the one that started this one) is gone (checked every second); one
+    watch per parent, however often it is asked for."""
     parent = parent or os.getppid()
+    if parent in _WATCHED: return
+    _WATCHED.add(parent)
     def watch():
         while True:
             if os.getppid() != parent: os._exit(1)

@@ -142,15 +142,12 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # %% ../nbs/01i_transport.ipynb #63cfb5dc
-@functools.cache
-def _die_with(pid: int): die_with_parent(pid)
-
 def vllm_plugin():
     """vLLM's `vllm.general_plugins` entry point, run in every process vLLM starts: register the `gloo` weight-transfer
     engine (once per process), and have a process multiprocessing started (vLLM's engine core, its workers) exit with
     the process that started it."""
     import multiprocessing as mp
-    if (p := mp.parent_process()) is not None: _die_with(p.pid)
+    if (p := mp.parent_process()) is not None: die_with_parent(p.pid)
     try: from vllm.distributed.weight_transfer.factory import WeightTransferEngineFactory
     except ImportError: return                       # a vLLM without pluggable weight transfer: nothing to register
     with contextlib.suppress(ValueError):            # registered already: vLLM loads plugins once per process
