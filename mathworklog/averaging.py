@@ -7,17 +7,19 @@ Docs: https://mathworklog.github.io/mathworklog/checkpoint_averaging.html.md"""
 
 # %% ../nbs/09_checkpoint_averaging.ipynb #cf5d0c2e
 from __future__ import annotations
-import json, os, shutil
+import json, os, re, shutil
 from pathlib import Path
 import torch
 from safetensors.torch import load_file
 from .settings import lora_scaling
+from .data import TAGS
 from .files import atomic_write_text, fresh_path
 
 # %% auto #0
-__all__ = ['BUCKETS', 'PANELS', 'read_adapter', 'lora_updates', 'average_updates', 'naive_average', 'flat_updates', 'diagnostics',
-           'merge_average', 'average_as_adapter', 'last_checkpoints', 'bucket_summary', 'bucket_flags',
-           'weak_questions', 'plot_rl_runs']
+__all__ = ['BUCKETS', 'KINDS', 'TAG_RE', 'PANELS', 'read_adapter', 'lora_updates', 'average_updates', 'naive_average',
+           'flat_updates', 'diagnostics', 'merge_average', 'average_as_adapter', 'last_checkpoints', 'bucket_summary',
+           'bucket_flags', 'weak_questions', 'token_kinds', 'kind_entropy', 'sampled_entropy', 'entropy_split',
+           'split_table', 'split_sentence', 'plot_rl_runs']
 
 # %% ../nbs/09_checkpoint_averaging.ipynb #7d791a83
 def read_adapter(path) -> tuple[dict, dict]:
@@ -163,6 +165,102 @@ def weak_questions(df, cut: int = 3, scoring: str = "lenient") -> list[int]:
     "Idx of the questions a presample solved at most `cut` times in 8, scaled to its k (⌊cut·k/8⌋), in its order."
     k = int(df.k.iloc[0])
     return [int(i) for i, c in zip(df.idx, df[f"correct_{scoring}"]) if c <= cut * k // 8]
+
+# %% ../nbs/09_checkpoint_averaging.ipynb #10b00286
+KINDS = ("number", "symbol", "tag", "word")
+TAG_RE = re.compile("|".join(map(re.escape, TAGS)))
+
+def token_kinds(tok, text: str) -> list[str]:
+    "The kind (`KINDS`) of each token `tok` splits `text` into, by the characters it covers."
+    enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+    tags = [m.span() for m in TAG_RE.finditer(text)]
+    def kind(a, b):
+        if any(a < e and s < b for s, e in tags): return "tag"
+        piece = text[a:b]
+        if any(ch.isdigit() for ch in piece): return "number"
+        return "word" if any(ch.isalpha() for ch in piece) else "symbol"
+    return [kind(a, b) for a, b in enc["offset_mapping"]]
+
+# %% ../nbs/09_checkpoint_averaging.ipynb #afdfde9b
+def kind_entropy(model, tok, prompts: list[str], completions: list[str]):
+    "Entropy (nats) at each completion token after its prompt, summed per kind: rows (i, kind, tokens, entropy)."
+    import pandas as pd
+    rows = []
+    with torch.no_grad():
+        for i, (p, c) in enumerate(zip(prompts, completions, strict=True)):
+            a, b = (tok(x, add_special_tokens=False)["input_ids"] for x in (p, c))
+            if not b: continue
+            logits = model(torch.tensor([a + b], device=model.device)).logits[0, len(a) - 1:-1].float()
+            lp = torch.log_softmax(logits, -1)
+            h = pd.Series(-(lp.exp() * lp).sum(-1).cpu().numpy()).groupby(token_kinds(tok, c))
+            rows += [dict(i=i, kind=k, tokens=int(n), entropy=float(s)) for (k, s), n in zip(h.sum().items(), h.size())]
+    return pd.DataFrame(rows, columns=["i", "kind", "tokens", "entropy"])
+
+# %% ../nbs/09_checkpoint_averaging.ipynb #c6a76549
+def sampled_entropy(model, tok, records: list[dict],   # the questions, each with `idx` and `question`
+                    k: int,                             # samples per question
+                    max_new_tokens: int,                # their cap (the run's completion cap)
+                    seed: int = 0,                      # the sampling seed
+                    batch_size: int = 64):              # sequences per generate call
+    "`kind_entropy` of `k` samples per record from `model` itself at temperature 1, each row with its question `idx`."
+    from mathworklog.data import render_prompt
+    from mathworklog.generation import HFGenerator
+    prompts = [render_prompt(tok, r["question"]) for r in records]
+    texts = HFGenerator(model, tok, batch_size=batch_size).generate(prompts, n=k, temperature=1.0,
+                                                                   max_new_tokens=max_new_tokens, seed=seed).texts
+    df = kind_entropy(model, tok, [p for p in prompts for _ in range(k)], [t for ts in texts for t in ts])
+    return df.assign(idx=[records[i // k]["idx"] for i in df.i])
+
+# %% ../nbs/09_checkpoint_averaging.ipynb #ec10125a
+def entropy_split(before, after,   # `sampled_entropy` of two policies on the same questions
+                  n_boot: int = 10_000):
+    "Where the entropy sits in two `sampled_entropy` frames of the same questions, and how it moved, kind by kind."
+    import pandas as pd
+    from mathworklog.stats import aligned, paired_bootstrap
+    def per_q(df, kind):
+        d = df if kind == "all" else df[df.kind == kind]
+        g = d.groupby("idx")[["entropy", "tokens"]].sum()
+        return (g.entropy / g.tokens).to_dict()
+    out = []
+    for kind in (*KINDS, "all"):
+        b, a = (per_q(df, kind) for df in (before, after))
+        if not set(a) & set(b): continue
+        t = paired_bootstrap(*aligned(a, b), n_boot=n_boot)              # in points: ×100 of the nats
+        sel = lambda df: df if kind == "all" else df[df.kind == kind]
+        share = lambda df, c: float(sel(df)[c].sum() / df[c].sum())
+        out.append(dict(kind=kind, token_share=share(before, "tokens"), entropy_share_before=share(before, "entropy"),
+                        entropy_share_after=share(after, "entropy"),
+                        before=float(sel(before).entropy.sum() / sel(before).tokens.sum()),
+                        after=float(sel(after).entropy.sum() / sel(after).tokens.sum()),
+                        change=t["diff_points"] / 100, ci_low=t["ci_low"] / 100, ci_high=t["ci_high"] / 100, n=t["n"]))
+    return pd.DataFrame(out).set_index("kind")
+
+# %% ../nbs/09_checkpoint_averaging.ipynb #159e302a
+def split_table(split):
+    "`entropy_split` for reading: shares in %, entropies in nats/token, the change with its interval."
+    import pandas as pd
+    s = split
+    return pd.DataFrame({"tokens (%)": (100 * s.token_share).round(1),
+                         "entropy share, start → end (%)": [f"{100 * a:.0f} → {100 * b:.0f}" for a, b in
+                                                            zip(s.entropy_share_before, s.entropy_share_after)],
+                         "entropy per token, start → end": [f"{a:.3f} → {b:.3f}" for a, b in zip(s.before, s.after)],
+                         "change [95% CI]": [f"{c:+.3f} [{lo:+.3f}, {hi:+.3f}]" for c, lo, hi in
+                                             zip(s.change, s.ci_low, s.ci_high)], "questions": s.n.astype(int)})
+
+def split_sentence(split) -> str:
+    "Where the entropy sits and how the numbers' moved, in one sentence (records or the frame of `entropy_split`)."
+    import pandas as pd
+    s = split if isinstance(split, pd.DataFrame) else pd.DataFrame(split).set_index("kind")
+    if not {"word", "number"} <= set(s.index): return ""
+    w, n, a = s.loc["word"], s.loc["number"], s.loc["all"] if "all" in s.index else None
+    moved = "fell" if n.ci_high < 0 else "rose" if n.ci_low > 0 else "did not move measurably"
+    both = "" if a is None else (f"; over all tokens, the same probe: {a.before:.3f} → {a.after:.3f} ({a.change:+.3f}, "
+                                 f"95% CI [{a.ci_low:+.3f}, {a.ci_high:+.3f}])")
+    return (f"Words, whose choice no reward checks, are {100 * w.token_share:.0f}% of the tokens and carry "
+            f"{100 * w.entropy_share_before:.0f}% of the entropy at the start ({w.before:.2f} nats each, "
+            f"{w.after:.2f} at the end); on the numbers the entropy {moved}, {n.before:.3f} → {n.after:.3f} nats/token "
+            f"({n.change:+.3f}, 95% CI [{n.ci_low:+.3f}, {n.ci_high:+.3f}], {int(n.n)} questions, each policy on its "
+            f"own samples){both}.")
 
 # %% ../nbs/09_checkpoint_averaging.ipynb #a9e1c010
 PANELS = (("entropy", "entropy", "nats/token", 1),

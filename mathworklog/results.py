@@ -180,6 +180,9 @@ def series_lessons(preset: str, worklog_run: str|None, root=None, n: int|None = 
     n = n or max(3, len(m) // 5)
     ent = trend_finding("plateau_entropy", "10_results", "At the plateau, entropy falls", m["entropy"].tolist(), n,
                         "<", "entropy", ("cr17x4tb_entropy",) if "cr17x4tb_entropy" in WORKLOG_FIGURES else ())
+    if ent.verdict != "holds" and plateau.meta.get("entropy_split"):   # where chapter 09 found the entropy sits
+        from mathworklog.averaging import split_sentence
+        ent.reason = f"{ent.reason} {split_sentence(plateau.meta['entropy_split'])}".strip()
     zs = m["zero_signal/total"].tolist()
     z = trend_finding("plateau_zero_signal", "10_results", "At the plateau, the groups without signal at least double",
                       zs, n, ">", "zero-signal share",
