@@ -81,6 +81,7 @@ class GRPOSettings(TrainSettings):
     num_processes: int = 1           # training processes (each takes an equal share of a step's completions)
     transport: str = "direct"        # colocate only: TRL's own sync | "server": what a vLLM server receives (ch. 08)
     transport_buffer: int|None = None   # server transport: vLLM's packing buffer in bytes (None: its 1 GiB)
+    lr_schedule: str = "linear"      # TRL's `lr_scheduler_type`: linear (to 0 at the last step) or constant
 
     @classmethod
     def from_preset(cls, P, **kw):
@@ -99,6 +100,7 @@ def validate(self: GRPOSettings):
         valid_int(f, getattr(self, f), lo)                      # a group of one completion has no advantage: 2 at least
     valid_engine("rollout", self.rollout, "rollout")
     valid_choice("is_mode", self.is_mode, IS_MODES)
+    valid_choice("lr_schedule", self.lr_schedule, ("linear", "constant"))
     valid_choice("transport", self.transport, ("direct", "server"))
     valid("transport", self.transport, lambda t: t == "direct" or self.rollout == "colocate",
           "'server' only with rollout='colocate' (a real server already receives that way)")
@@ -123,7 +125,8 @@ def grpo_config(out_dir: str, s: GRPOSettings, server_host: str = "127.0.0.1", r
         steps_per_generation=1, reward_weights=weights_list(), log_completions=False, gradient_checkpointing=on_gpu(),
         use_vllm=rollout != "hf", vllm_mode="colocate" if rollout == "colocate" else "server",
         vllm_server_host=server_host, vllm_server_port=s.server_port,
-        vllm_gpu_memory_utilization=s.gpu_memory_utilization, vllm_importance_sampling_mode=s.is_mode)
+        vllm_gpu_memory_utilization=s.gpu_memory_utilization, vllm_importance_sampling_mode=s.is_mode,
+        lr_scheduler_type=s.lr_schedule)
     for lever in entropy_levers(s.entropy_lever):
         kw.update({k: v for k, v in ENTROPY_LEVERS[lever].items() if k != "lr_factor"})
         kw["learning_rate"] *= ENTROPY_LEVERS[lever].get("lr_factor", 1.0)

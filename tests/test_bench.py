@@ -208,6 +208,26 @@ def test_live_sync_tiny(tmp_path):
 
 
 @pytest.mark.bench
+@needs_vllm
+def test_lesson_attempts_tiny(tmp_path, monkeypatch):
+    "Both attempts, a few steps each, after chapters 02-06 ran into a fresh runs folder; each variant by its baseline."
+    monkeypatch.setenv("MATHWORKLOG_RUNS", str(tmp_path/"runs"))
+    la = run_bench("lesson_attempts", tmp_path/"out", "--steps", 6, "--plateau-steps", 6, timeout=1500)
+    att = la["lesson_attempts"]["lesson_attempts"]["attempts"]
+    assert list(att) == ["fix_pays", "plateau_schedule"]
+    assert list(att["fix_pays"]["runs"]) == ["unpatched", "fixed"]
+    assert att["fix_pays"]["paired"] == "fixed − unpatched"
+    assert {r["steps"] for r in att["fix_pays"]["runs"].values()} == {6}
+    pl = att["plateau_schedule"]
+    assert pl["runs"]["constant"]["settings"]["lr_schedule"] == "constant" and pl["runs"]["linear"]["steps"] == 6
+    assert pl["n"] == 2000 and pl["ci_low"] <= pl["diff_points"] <= pl["ci_high"]
+    ent = pl["series"]["constant"]["entropy"]
+    assert ent["n"] == 3 and ent["ci_low"] <= ent["diff"] <= ent["ci_high"], ent
+    fixed = att["fix_pays"]["series"]["fixed"]["sync/mismatch"]
+    assert fixed["last"] < 1e-4, fixed                                    # the fix: the copies agree
+
+
+@pytest.mark.bench
 def test_logprob_memory_tiny(tmp_path):
     "Per-token log-probs with backward: every method that ran agrees with the full logits."
     m = run_bench("logprob_memory", tmp_path)["logprob_memory"]
