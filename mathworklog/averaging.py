@@ -182,18 +182,15 @@ def token_kinds(tok, text: str) -> list[str]:
     return [kind(a, b) for a, b in enc["offset_mapping"]]
 
 # %% ../nbs/09_checkpoint_averaging.ipynb #afdfde9b
-def kind_entropy(model, tok, prompts: list[str], completions: list[str]):
+def kind_entropy(model, tok, prompts: list[str], completions: list[str], batch: int = 64):
     "Entropy (nats) at each completion token after its prompt, summed per kind: rows (i, kind, tokens, entropy)."
     import pandas as pd
+    from mathworklog.rollouts import completion_entropies
     rows = []
-    with torch.no_grad():
-        for i, (p, c) in enumerate(zip(prompts, completions, strict=True)):
-            a, b = (tok(x, add_special_tokens=False)["input_ids"] for x in (p, c))
-            if not b: continue
-            logits = model(torch.tensor([a + b], device=model.device)).logits[0, len(a) - 1:-1].float()
-            lp = torch.log_softmax(logits, -1)
-            h = pd.Series(-(lp.exp() * lp).sum(-1).cpu().numpy()).groupby(token_kinds(tok, c))
-            rows += [dict(i=i, kind=k, tokens=int(n), entropy=float(s)) for (k, s), n in zip(h.sum().items(), h.size())]
+    for i, (c, h) in enumerate(zip(completions, completion_entropies(model, tok, prompts, completions, batch))):
+        if not len(h): continue
+        g = pd.Series(h.numpy()).groupby(token_kinds(tok, c))
+        rows += [dict(i=i, kind=k, tokens=int(n), entropy=float(s)) for (k, s), n in zip(g.sum().items(), g.size())]
     return pd.DataFrame(rows, columns=["i", "kind", "tokens", "entropy"])
 
 # %% ../nbs/09_checkpoint_averaging.ipynb #c6a76549
@@ -217,16 +214,15 @@ def entropy_split(before, after,   # `sampled_entropy` of two policies on the sa
     "Where the entropy sits in two `sampled_entropy` frames of the same questions, and how it moved, kind by kind."
     import pandas as pd
     from mathworklog.stats import aligned, paired_bootstrap
-    def per_q(df, kind):
-        d = df if kind == "all" else df[df.kind == kind]
-        g = d.groupby("idx")[["entropy", "tokens"]].sum()
+    def per_q(df, sel):
+        g = sel(df).groupby("idx")[["entropy", "tokens"]].sum()
         return (g.entropy / g.tokens).to_dict()
     out = []
     for kind in (*KINDS, "all"):
-        b, a = (per_q(df, kind) for df in (before, after))
+        sel = lambda df: df if kind == "all" else df[df.kind == kind]
+        b, a = per_q(before, sel), per_q(after, sel)
         if not set(a) & set(b): continue
         t = paired_bootstrap(*aligned(a, b), n_boot=n_boot)              # in points: ×100 of the nats
-        sel = lambda df: df if kind == "all" else df[df.kind == kind]
         share = lambda df, c: float(sel(df)[c].sum() / df[c].sum())
         out.append(dict(kind=kind, token_share=share(before, "tokens"), entropy_share_before=share(before, "entropy"),
                         entropy_share_after=share(after, "entropy"),

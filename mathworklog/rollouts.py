@@ -15,7 +15,7 @@ from .runs import read_metrics
 
 # %% auto #0
 __all__ = ['GRPO_PANELS', 'SUMMARY_KEYS', 'join_rollouts', 'supersede', 'drop_superseded', 'join_rollout_parts', 'plot_grpo',
-           'grpo_summary', 'token_entropy']
+           'grpo_summary', 'completion_entropies', 'token_entropy']
 
 # %% ../nbs/01l_rollouts.ipynb #66f190de
 _STEP_FILE = re.compile(r"step-0*([0-9]+)\.")
@@ -111,11 +111,13 @@ def grpo_summary(run_dir, n: int|None = None) -> dict:
     return out
 
 # %% ../nbs/01l_rollouts.ipynb #309a3187
-def token_entropy(model, tokenizer, prompts: list[str], completions: list[str], batch: int = 64) -> float:
-    "Mean entropy (nats) of `model`'s next-token distribution over the completion tokens, as TRL logs `entropy`."
+def completion_entropies(model, tokenizer, prompts: list[str], completions: list[str], batch: int = 64) -> list:
+    "Per completion, the entropy (nats) of `model`'s next-token distribution at each of its tokens (a 1-d tensor)."
     import torch
-    total, count = 0.0, 0
-    dev = next(model.parameters()).device
+    if len(prompts) != len(completions):
+        raise ValueError(f"{len(prompts)} prompts and {len(completions)} completions: one completion per prompt (the "
+                         "shorter list leaves the other unpaired)")
+    out, dev = [], next(model.parameters()).device
     for i in range(0, len(prompts), batch):
         p = tokenizer(prompts[i:i + batch], add_special_tokens=False)["input_ids"]
         c = tokenizer(completions[i:i + batch], add_special_tokens=False)["input_ids"]
@@ -127,7 +129,11 @@ def token_entropy(model, tokenizer, prompts: list[str], completions: list[str], 
         with torch.no_grad():
             logp = torch.log_softmax(model(ids, attention_mask=(ids != tokenizer.pad_token_id) | mask.bool()).logits
                                      .float(), -1)
-        ent = -(logp.exp() * logp).sum(-1)[:, :-1]                   # position t predicts token t + 1
-        m = mask[:, 1:].float()
-        total, count = total + float((ent * m).sum()), count + float(m.sum())
-    return total / max(count, 1.0)
+        ent = -(logp.exp() * logp).sum(-1)                           # position t predicts token t + 1
+        out += [ent[j, len(a) - 1:len(a) - 1 + len(b)].cpu() for j, (a, b) in enumerate(zip(p, c))]
+    return out
+
+def token_entropy(model, tokenizer, prompts: list[str], completions: list[str], batch: int = 64) -> float:
+    "Mean entropy (nats) of `model`'s next-token distribution over the completion tokens, as TRL logs `entropy`."
+    ents = completion_entropies(model, tokenizer, prompts, completions, batch)
+    return sum(float(e.sum()) for e in ents) / max(sum(len(e) for e in ents), 1)

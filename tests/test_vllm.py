@@ -343,6 +343,7 @@ def test_an_engine_core_dies_with_its_owner(path, tmp_path):
         for k in kids:
             if k.is_running(): k.kill()
 
+
 def test_repro_tool_runs_without_a_gpu(path):
     "`tools/repro_trl_lora_sync.py`, as a maintainer would run it: unpatched the last chunk arrives as base weights."
     import re, subprocess, sys
