@@ -11,42 +11,59 @@ questions:
   linear decay to 0 (the row's own) and with a constant lr. The worklog stopped its plateau run near step 200 of a run
   planned for about 800, so its lr had barely decayed. Reported: entropy and zero-signal share over the first and last
   fifth of steps (`stats.window_diff`), and held-out exact paired, constant − linear.
+- `last_run_length` (chapter 10: last_is_best). Chapter 09's last run (RL from the OPD round two model on its own
+  presample's learnable questions) at the row's `row_steps` and at the plateau run's length (`--plateau-steps`). The
+  rows take 30 steps on tiny, while the plateau row they are compared with takes 200; the worklog's last run went 400
+  steps, its best at step 200. Reported: held-out exact paired, long − row, and last_is_best recomputed with the long
+  run in the last row's place (against the best other student row of the same worklog run).
 
-The script reads chapter 06's runs (`MATHWORKLOG_RUNS`; with none there, chapters 02-06 run first, as a chapter's own
-`upstream="run"` does) and adds its runs beside them, each through `grpo.run_row` (a process of its own), two at a
-time. It prints each attempt's variant/baseline ratios and saves <out>/lesson_attempts.json."""
+The script reads chapter 06's runs, and 09's for `last_run_length` (`MATHWORKLOG_RUNS`; with none there, the chapters
+before run first, as a chapter's own `upstream="run"` does) and adds its runs beside them, each through
+`grpo.run_row` (a process of its own), two at a time. It prints each attempt's variant/baseline ratios and saves
+<out>/lesson_attempts.json."""
 import os, sys
 from concurrent.futures import ThreadPoolExecutor
 from _common import args, save
 
-ATTEMPTS = ("fix_pays", "plateau_schedule")
+ATTEMPTS = ("fix_pays", "plateau_schedule", "last_run_length")
+OPD = ("opd", "06_opd")                                            # (chapter, the notebook that makes it)
+OPD2, PRESAMPLE2 = ("opd", "09_checkpoint_averaging"), ("averaging", "09_checkpoint_averaging")
 
 
 def variants(attempt: str, P, steps: int, plateau_steps: int|None) -> list[tuple]:
-    "(name, warm-up label, rollout, settings over the row's) of `attempt`, its baseline first."
-    if attempt == "fix_pays":
-        return [("unpatched", "opd", "vllm_fp32_unpatched", dict(steps=steps)),
-                ("fixed", "opd", "vllm_fp32_fixed", dict(steps=steps))]
+    """(name, start, RL set, rollout, settings over the row's) of `attempt`, its baseline first; a start or RL set is
+    (chapter, label, the notebook that makes it), the RL set None where the start run holds it."""
     plateau = dict(steps=plateau_steps or P.grpo_steps, save_steps=P.save_every)
-    return [("linear", "opd_bf16", "vllm_fp32_fixed", plateau),
-            ("constant", "opd_bf16", "vllm_fp32_fixed", plateau | dict(lr_schedule="constant"))]
+    if attempt == "fix_pays":
+        return [("unpatched", (*OPD[:1], "opd", OPD[1]), None, "vllm_fp32_unpatched", dict(steps=steps)),
+                ("fixed", (*OPD[:1], "opd", OPD[1]), None, "vllm_fp32_fixed", dict(steps=steps))]
+    if attempt == "last_run_length":
+        start, rl = (OPD2[0], "opd2", OPD2[1]), (PRESAMPLE2[0], "presample_opd2", PRESAMPLE2[1])
+        return [("row", start, rl, "vllm_fp32_fixed", dict(steps=P.row_steps or P.grpo_steps)),
+                ("plateau_length", start, rl, "vllm_fp32_fixed", dict(steps=plateau["steps"]))]
+    warm = (OPD[0], "opd_bf16", OPD[1])
+    return [("linear", warm, None, "vllm_fp32_fixed", plateau),
+            ("constant", warm, None, "vllm_fp32_fixed", plateau | dict(lr_schedule="constant"))]
 
 
-def one_run(attempt, name, warm_label, rollout, over, ctx) -> dict:
+def one_run(attempt, name, start, rl_from, rollout, over, ctx) -> dict:
     "One variant through `grpo.run_row`: its summary, held-out answers and per-step series."
     from mathworklog.grpo import row_settings, run_row
     from mathworklog.presample import load_rl_set
     from mathworklog.runs import labelled_run, read_metrics
     from mathworklog.results import heldout_scores
     P, train, heldout, buffer = ctx
-    warm = labelled_run("opd", warm_label, P.name, made_by="06_opd")
-    rl = load_rl_set(warm, train, min_n=P.grpo_prompts)
+    warm = labelled_run(start[0], start[1], P.name, made_by=start[2])
+    rl_run = labelled_run(rl_from[0], rl_from[1], P.name, made_by=rl_from[2]) if rl_from else warm
+    rl = load_rl_set(rl_run, train, min_n=P.grpo_prompts)
     S = row_settings(P, rollout, buffer, **over)
-    run, s = run_row(f"attempt_{attempt}_{name}", str(warm.path/"model"), rl, heldout, S, P.name, parents=[warm.id])
+    run, s = run_row(f"attempt_{attempt}_{name}", str(warm.path/"model"), rl, heldout, S, P.name,
+                     parents=[warm.id] + ([rl_run.id] if rl_from else []))
     m = read_metrics(run.path)
     m = m[m["reward"].notna()].reset_index(drop=True)
     cols = ["entropy", "zero_signal/total", "sampling/importance_sampling_ratio/mean", "sync/mismatch"]
-    return dict(run_id=run.id, start=warm.id, rollout=rollout, settings=over, steps=s["steps"], seconds=s["seconds"],
+    return dict(run_id=run.id, start=warm.id, preset=P.name, worklog_run=warm.meta.get("worklog_run"), rollout=rollout,
+                settings=over, steps=s["steps"], seconds=s["seconds"],
                 heldout_exact=s["heldout_exact"], heldout_exact_start=s["heldout_exact_start"],
                 policy_exact=s["policy_exact"], n_rl=len(rl), scores=heldout_scores(run),
                 series={c: m[c].tolist() for c in cols if c in m})
@@ -69,7 +86,18 @@ def summarize(attempt: str, runs: dict) -> dict:
     keys = ({"sampling/importance_sampling_ratio/mean": 0.1, "sync/mismatch": 0.1} if attempt == "fix_pays" else
             {"entropy": 0.2, "zero_signal/total": 0.2})
     out["series"] = {name: {k: window(r["series"].get(k, []), f) for k, f in keys.items()} for name, r in runs.items()}
+    if attempt == "last_run_length": out["last_is_best"] = {n: last_is_best(r) for n, r in runs.items()}
     return out
+
+
+def last_is_best(r: dict) -> dict:
+    """Chapter 10's last_is_best with the run `r` in the last row's place: against the best other student row of the
+    worklog run its start came from."""
+    from mathworklog.results import LESSONS, ROWS, heldout_scores, labelled, lesson_finding
+    scores = {x.key: heldout_scores(run) for x in ROWS if x.key != "results_opd2" and
+              (run := labelled(x.key, r["preset"], r["worklog_run"]))} | {"results_opd2": r["scores"]}
+    f = lesson_finding(next(x for x in LESSONS if x.key == "last_is_best"), scores)
+    return dict(ours=f.ours, verdict=f.verdict) | {k: f.test.get(k) for k in ("diff_points", "ci_low", "ci_high", "n")}
 
 
 def main():
@@ -86,7 +114,7 @@ def main():
     todo = [x for x in a.attempts.split(",") if x]
     bad = [x for x in todo if x not in ATTEMPTS]
     if bad: sys.exit(f"unknown attempt(s) {bad}: choose from {ATTEMPTS}")
-    ensure_upstream("07_grpo", a.preset, a.upstream)
+    ensure_upstream("10_results" if "last_run_length" in todo else "07_grpo", a.preset, a.upstream)
     P, tok = get_preset(a.preset), preset_tokenizer(a.preset)
     seed_everything(0)
     ctx = (P, prepare(load_gsm8k("train", n=P.n_train, preset=a.preset)),
@@ -100,6 +128,7 @@ def main():
     for att in todo:
         runs = {j[1]: r for j, r in zip(jobs, done) if j[0] == att}
         s = summarize(att, runs)
+        for n, b in s.get("last_is_best", {}).items(): print(f"{att}: last_is_best with the {n} run: {b['ours']}")
         for r in runs.values(): r.pop("scores")
         result["attempts"][att] = dict(runs=runs, **s)
         print(f"{att}: {s['paired']} held-out exact {s['diff_points']:+.2f} points, 95% CI [{s['ci_low']:+.2f}, "

@@ -212,7 +212,8 @@ def test_live_sync_tiny(tmp_path):
 def test_lesson_attempts_tiny(tmp_path, monkeypatch):
     "Both attempts, a few steps each, after chapters 02-06 ran into a fresh runs folder; each variant by its baseline."
     monkeypatch.setenv("MATHWORKLOG_RUNS", str(tmp_path/"runs"))
-    la = run_bench("lesson_attempts", tmp_path/"out", "--steps", 6, "--plateau-steps", 6, timeout=1500)
+    la = run_bench("lesson_attempts", tmp_path/"out", "--attempts", "fix_pays,plateau_schedule", "--steps", 6,
+                   "--plateau-steps", 6, timeout=1500)
     att = la["lesson_attempts"]["lesson_attempts"]["attempts"]
     assert list(att) == ["fix_pays", "plateau_schedule"]
     assert list(att["fix_pays"]["runs"]) == ["unpatched", "fixed"]
