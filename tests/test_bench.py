@@ -229,6 +229,41 @@ def test_lesson_attempts_tiny(tmp_path, monkeypatch):
 
 
 @pytest.mark.bench
+@needs_vllm
+def test_lesson_attempt_last_run_reads_chapter_09s_runs(tmp_path, monkeypatch):
+    """The last run's attempt: its start (the run labelled opd2) and its RL set (the averaging run labelled
+    presample_opd2) come from two runs, here made from the student on 64 questions; a few steps each."""
+    import shutil
+    monkeypatch.setenv("MATHWORKLOG_RUNS", str(tmp_path/"runs"))
+    import lesson_attempts as la
+    from mathworklog.data import load_gsm8k, prepare, preset_tokenizer
+    from mathworklog.models import model_path
+    from mathworklog.presample import SampleSettings, re_presample, save_rl_set
+    from mathworklog.runs import new_run
+    from mathworklog.settings import get_preset
+    P, tok = get_preset("tiny"), preset_tokenizer("tiny")
+    student, train = model_path(P.model, tok, P), prepare(load_gsm8k("train", n=P.n_train, preset="tiny"))
+    opd2 = new_run("opd", "tiny", params=dict(label="opd2"))
+    shutil.copytree(student, opd2.path/"model")
+    opd2.update_meta(status="done")
+    pre = new_run("averaging", "tiny", params=dict(label="presample_opd2"))
+    n_rl = len(save_rl_set(pre, re_presample(student, tok, train[:64], pre, SampleSettings.from_preset(P))))
+    pre.update_meta(status="done")
+    jobs = la.variants("last_run_length", P, 0, 3)
+    assert [(n, start[1], rl[1], over["steps"]) for n, start, rl, _, over in jobs] == [
+        ("row", "opd2", "presample_opd2", P.row_steps), ("plateau_length", "opd2", "presample_opd2", 3)]
+    heldout = prepare(load_gsm8k("test", n=200, preset="tiny"))
+    runs = {n: la.one_run("last_run_length", n, start, rl, rollout, over | dict(steps=2 if n == "row" else 3),
+                          (P, train, heldout, None)) for n, start, rl, rollout, over in jobs}
+    n_rl = n_rl if n_rl >= P.grpo_prompts else 2 * P.grpo_prompts          # a thin RL set is topped up
+    assert {n: (r["steps"], r["start"], r["n_rl"]) for n, r in runs.items()} == {
+        "row": (2, opd2.id, n_rl), "plateau_length": (3, opd2.id, n_rl)}
+    s = la.summarize("last_run_length", runs)
+    assert s["paired"] == "plateau_length − row" and s["n"] == 200 and s["ci_low"] <= s["diff_points"] <= s["ci_high"]
+    assert {b["verdict"] for b in s["last_is_best"].values()} == {"not run"}    # no worklog run's rows beside them
+
+
+@pytest.mark.bench
 def test_logprob_memory_tiny(tmp_path):
     "Per-token log-probs with backward: every method that ran agrees with the full logits."
     m = run_bench("logprob_memory", tmp_path)["logprob_memory"]
