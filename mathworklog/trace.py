@@ -23,9 +23,9 @@ from .weights import (ProbeTokens, SyncPatch, SyncProbe, engine_loader, lora_mod
 # %% auto #0
 __all__ = ['SYNC_MODES', 'REPRO_COLUMNS', 'QWEN3_06B_DIMS', 'LORA_TARGETS', 'NOISE_BANDS', 'start_model', 'trl_original_iter',
            'reference_weights', 'arrival_table', 'stale_tail_bytes', 'matching_buffer', 'sync_into_engine',
-           'per_token_gap', 'probe_engine', 'visible_adapter', 'engine_reproduction', 'repro_view', 'bf16_survival',
-           'merge_unmerge_drift', 'sync_drift', 'meta_model', 'chunk_ids', 'stuck_layers', 'stuck_matrices',
-           'SimSettings', 'simulate', 'engine_log', 'noise_table']
+           'per_token_gap', 'probe_engine', 'visible_adapter', 'engine_reproduction', 'reproduction_job',
+           'engine_reproductions', 'repro_view', 'bf16_survival', 'merge_unmerge_drift', 'sync_drift', 'meta_model',
+           'chunk_ids', 'stuck_layers', 'stuck_matrices', 'SimSettings', 'simulate', 'engine_log', 'noise_table']
 
 # %% ../nbs/01e_trace.ipynb #c0656395
 def start_model(preset: str = "tiny", spec=None, tokenizer=None) -> str:
@@ -176,6 +176,43 @@ def engine_reproduction(path: str, tokenizer, dtype, buffer_size_bytes: int,
                              seconds=round(secs, 3)))
         del copy                  # the last hold on the engine: closing it now frees its memory for the next one
     return pd.DataFrame(rows), pd.DataFrame(chunk_rows)
+
+# %% ../nbs/01e_trace.ipynb #454d3432
+def reproduction_job(path: str, tokenizer: str, dtype: str, buffer_size_bytes: int, probe: dict, modes: list,
+                     gap: float) -> dict:
+    "`engine_reproduction` in the process `procs.launch` started, the tokenizer read from its folder: its tables."
+    from mathworklog.models import load_tokenizer
+    rows, chunks = engine_reproduction(path, load_tokenizer(tokenizer), torch_dtype(dtype), buffer_size_bytes,
+                                       torch.tensor(probe["ids"]), torch.tensor(probe["mask"]), probe["keep"],
+                                       modes=tuple(modes), gap=gap)
+    return dict(rows=rows.to_dict("records"), chunks=chunks.to_dict("records"))
+
+def engine_reproductions(path: str, tokenizer, dtypes, buffer_size_bytes: int,
+                         *probe,                                 # a `ProbeTokens`, or its ids, mask and keep
+                         modes=(None, "clone", "out_of_place"),  # keys of `SYNC_MODES` (None: TRL unpatched)
+                         gap: float = 0.2,                       # `visible_adapter`'s
+                         apart: bool|None = None,                # each engine in a child process (None: on a GPU)
+                         log=None,                               # apart: the children's output (None: a temp file)
+                        ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    "`engine_reproduction` for each of `dtypes`, one engine after the other: the tables of all of them."
+    from mathworklog.procs import launch
+    probe = ProbeTokens(*(probe[0] if len(probe) == 1 else probe))
+    if not (on_gpu() if apart is None else apart):
+        return tuple(map(pd.concat, zip(*[engine_reproduction(path, tokenizer, dt, buffer_size_bytes, probe,
+                                                              modes=modes, gap=gap) for dt in dtypes])))
+    folder = getattr(tokenizer, "name_or_path", None)
+    if not folder or not (Path(folder)/"tokenizer_config.json").exists():
+        raise ValueError(f"engine_reproductions(apart=True) reads the tokenizer in its child processes from the folder "
+                         f"it was saved in, and {folder!r} is not one: save it (`tokenizer.save_pretrained`) "
+                         f"and load it from there, or pass apart=False.")
+    if log is None:
+        fd, log = tempfile.mkstemp(prefix="mathworklog-repro-", suffix=".log")
+        os.close(fd)
+    args = dict(path=str(path), tokenizer=str(folder), buffer_size_bytes=buffer_size_bytes, modes=list(modes), gap=gap,
+                probe=dict(ids=probe.ids.tolist(), mask=probe.mask.tolist(), keep=probe.keep))
+    outs = [launch("mathworklog.trace:reproduction_job", args | dict(dtype=str(dt).removeprefix("torch.")),
+                   apart=True, log=str(log)) for dt in dtypes]
+    return tuple(pd.DataFrame([r for o in outs for r in o[k]]) for k in ("rows", "chunks"))
 
 # %% ../nbs/01e_trace.ipynb #0e19c713
 REPRO_COLUMNS = {"dtype": "dtype", "sync": "sync", "chunks": "chunks", "lora_matrices": "LoRA matrices",

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.vllm
 from mathworklog import generation, trace
 from mathworklog.data import load_gsm8k, prepare, preset_tokenizer
 from mathworklog.models import model_path
-from mathworklog.trace import engine_reproduction, matching_buffer
+from mathworklog.trace import engine_reproduction, engine_reproductions, matching_buffer
 from mathworklog.weights import lora_model, probe_batch, trl_named_params
 
 
@@ -50,10 +50,13 @@ def test_fp32_unpatched_leaves_the_last_chunk_at_base_and_the_fixes_send_the_mer
         assert f.vs_merged <= 10 * f.floor + 1e-5 < f.vs_base / 10             # the merged model, to rounding
 
 
-def test_bf16_is_one_chunk_and_unpatched_the_engine_keeps_the_base_model(setup):
+def test_bf16_is_one_chunk_and_unpatched_the_engine_keeps_the_base_model(setup, tmp_path):
+    "In a child process, as on a GPU (`apart`): the engine's output goes to the log, its tables come back."
     path, tok, probe, buf = setup
     ids, mask, keep = probe                                  # the three tensors, as chapter 08 passes them, still work
-    rows, chunks = engine_reproduction(path, tok, torch.bfloat16, buf, ids, mask, keep, modes=(None, "out_of_place"))
+    rows, chunks = engine_reproductions(path, tok, (torch.bfloat16,), buf, ids, mask, keep,
+                                        modes=(None, "out_of_place"), apart=True, log=tmp_path/"engines.log")
+    assert "vLLM" in (tmp_path/"engines.log").read_text() and rows.dtype.tolist() == ["bfloat16"] * 2
     r = rows.set_index("sync")
     assert r.chunks.tolist() == [1, 1]
     u, f = r.loc["unpatched"], r.loc["out_of_place"]
