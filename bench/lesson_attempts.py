@@ -26,8 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 from _common import args, save
 
 ATTEMPTS = ("fix_pays", "plateau_schedule", "last_run_length")
-OPD = ("opd", "06_opd")                                            # (chapter, the notebook that makes it)
-OPD2, PRESAMPLE2 = ("opd", "09_checkpoint_averaging"), ("averaging", "09_checkpoint_averaging")
+# the runs the attempts start from or take their RL set from: (chapter, label, the notebook that makes it)
+OPD, OPD_BF16 = ("opd", "opd", "06_opd"), ("opd", "opd_bf16", "06_opd")
+OPD2 = ("opd", "opd2", "09_checkpoint_averaging")
+PRESAMPLE2 = ("averaging", "presample_opd2", "09_checkpoint_averaging")
 
 
 def variants(attempt: str, P, steps: int, plateau_steps: int|None) -> list[tuple]:
@@ -35,15 +37,13 @@ def variants(attempt: str, P, steps: int, plateau_steps: int|None) -> list[tuple
     (chapter, label, the notebook that makes it), the RL set None where the start run holds it."""
     plateau = dict(steps=plateau_steps or P.grpo_steps, save_steps=P.save_every)
     if attempt == "fix_pays":
-        return [("unpatched", (*OPD[:1], "opd", OPD[1]), None, "vllm_fp32_unpatched", dict(steps=steps)),
-                ("fixed", (*OPD[:1], "opd", OPD[1]), None, "vllm_fp32_fixed", dict(steps=steps))]
+        return [("unpatched", OPD, None, "vllm_fp32_unpatched", dict(steps=steps)),
+                ("fixed", OPD, None, "vllm_fp32_fixed", dict(steps=steps))]
     if attempt == "last_run_length":
-        start, rl = (OPD2[0], "opd2", OPD2[1]), (PRESAMPLE2[0], "presample_opd2", PRESAMPLE2[1])
-        return [("row", start, rl, "vllm_fp32_fixed", dict(steps=P.row_steps or P.grpo_steps)),
-                ("plateau_length", start, rl, "vllm_fp32_fixed", dict(steps=plateau["steps"]))]
-    warm = (OPD[0], "opd_bf16", OPD[1])
-    return [("linear", warm, None, "vllm_fp32_fixed", plateau),
-            ("constant", warm, None, "vllm_fp32_fixed", plateau | dict(lr_schedule="constant"))]
+        return [("row", OPD2, PRESAMPLE2, "vllm_fp32_fixed", dict(steps=P.row_steps or P.grpo_steps)),
+                ("plateau_length", OPD2, PRESAMPLE2, "vllm_fp32_fixed", dict(steps=plateau["steps"]))]
+    return [("linear", OPD_BF16, None, "vllm_fp32_fixed", plateau),
+            ("constant", OPD_BF16, None, "vllm_fp32_fixed", plateau | dict(lr_schedule="constant"))]
 
 
 def one_run(attempt, name, start, rl_from, rollout, over, ctx) -> dict:
