@@ -238,7 +238,7 @@ def test_lesson_attempt_last_run_reads_chapter_09s_runs(tmp_path, monkeypatch):
     import lesson_attempts as la
     from mathworklog.data import load_gsm8k, prepare, preset_tokenizer
     from mathworklog.models import model_path
-    from mathworklog.presample import SampleSettings, re_presample, save_rl_set
+    from mathworklog.presample import SampleSettings, load_rl_set, re_presample, save_rl_set
     from mathworklog.runs import new_run
     from mathworklog.settings import get_preset
     P, tok = get_preset("tiny"), preset_tokenizer("tiny")
@@ -247,15 +247,15 @@ def test_lesson_attempt_last_run_reads_chapter_09s_runs(tmp_path, monkeypatch):
     shutil.copytree(student, opd2.path/"model")
     opd2.update_meta(status="done")
     pre = new_run("averaging", "tiny", params=dict(label="presample_opd2"))
-    n_rl = len(save_rl_set(pre, re_presample(student, tok, train[:64], pre, SampleSettings.from_preset(P))))
+    save_rl_set(pre, re_presample(student, tok, train[:64], pre, SampleSettings.from_preset(P)))
     pre.update_meta(status="done")
+    n_rl = len(load_rl_set(pre, train, min_n=P.grpo_prompts))                # a thin RL set is topped up
     jobs = la.variants("last_run_length", P, 0, 3)
     assert [(n, start[1], rl[1], over["steps"]) for n, start, rl, _, over in jobs] == [
         ("row", "opd2", "presample_opd2", P.row_steps), ("plateau_length", "opd2", "presample_opd2", 3)]
     heldout = prepare(load_gsm8k("test", n=200, preset="tiny"))
     runs = {n: la.one_run("last_run_length", n, start, rl, rollout, over | dict(steps=2 if n == "row" else 3),
                           (P, train, heldout, None)) for n, start, rl, rollout, over in jobs}
-    n_rl = n_rl if n_rl >= P.grpo_prompts else 2 * P.grpo_prompts          # a thin RL set is topped up
     assert {n: (r["steps"], r["start"], r["n_rl"]) for n, r in runs.items()} == {
         "row": (2, opd2.id, n_rl), "plateau_length": (3, opd2.id, n_rl)}
     s = la.summarize("last_run_length", runs)
