@@ -14,7 +14,10 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
   if apt_chromium || { apt-get update -q >/dev/null && apt_chromium; }; then echo "chromium: $(( $(date +%s) - t1 )) s"
   else echo "chromium could not be installed: tests/test_pages.py skips"; fi
 fi
-export MATHWORKLOG_RUNS=${MATHWORKLOG_RUNS:-$(mktemp -d)/runs}
+# the temporary folders this script makes (the tests' runs, the main job's copy and runs: about 200 MB): removed when
+# it passes, kept and named when it fails
+scratch=()
+if [ -z "${MATHWORKLOG_RUNS:-}" ]; then scratch+=("$(mktemp -d)"); export MATHWORKLOG_RUNS=${scratch[-1]}/runs; fi
 # Everything here shares the cores, and a process on several OpenMP threads (torch's, vLLM's CPU engine's) spin-waits
 # for a thread that is not running. In the main job beside the tests, chapter 05 (two torch threads) took 493 s against
 # 55-80 s alone; 05 alone under two busy loops had not finished after 500 s, and took 108 s with waiting threads asleep
@@ -24,9 +27,16 @@ export OMP_WAIT_POLICY=PASSIVE
 # the main job as a fresh clone runs it (tests/main_job.py, what tests/test_notebooks.py asserts on) starts now, in its
 # own session, so its 9 minutes overlap the checks and the other tests; it is stopped with this script however it ends
 export MATHWORKLOG_TEST_MAIN_JOB=$(mktemp -d)
+scratch+=("$MATHWORKLOG_TEST_MAIN_JOB")
 setsid python tests/main_job.py "$MATHWORKLOG_TEST_MAIN_JOB" > "$MATHWORKLOG_TEST_MAIN_JOB/log" 2>&1 &
 main_job=$!
-trap 'kill -- -$main_job 2>/dev/null || true' EXIT
+finish() {
+  local rc=$?
+  kill -- -"$main_job" 2>/dev/null || true
+  wait "$main_job" 2>/dev/null || true
+  if [ "$rc" = 0 ]; then rm -rf "${scratch[@]}"; else echo "kept for a look: ${scratch[*]}"; fi
+}
+trap finish EXIT
 echo "== the exported modules match the notebooks"
 nbdev-export
 git diff --exit-code --stat -- mathworklog || { echo "mathworklog/ is out of sync with nbs/: run nbdev-export and commit"; exit 1; }
