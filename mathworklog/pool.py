@@ -96,8 +96,9 @@ class GeneratorPool:
 
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
-    def __del__(self):
-        with contextlib.suppress(Exception): self.close()
+    def __del__(self):               # no globals: at interpreter exit they may already be gone
+        try: self.close()
+        except Exception: pass
 
 # %% ../nbs/01b_pool.ipynb #1d60ec13
 @patch
