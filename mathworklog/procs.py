@@ -311,6 +311,23 @@ def _accelerate_cmd(n: int, fn_spec: str, args: Path, result: Path) -> list:
             *([] if torch.cuda.is_available() else ["--cpu"]), "--no_python",
             shutil.which("mathworklog-launch") or "mathworklog-launch", fn_spec, str(args), str(result)]
 
+# %% ../nbs/00b_procs.ipynb #b6676dcf
+def _launch_dir() -> tuple:
+    """A private folder for one launch's arguments and result, and the file that holds an advisory lock on it for as
+    long as this process keeps it open; first, the folders whose lock nobody holds go: their owner was killed before
+    its `finally` could remove them (SIGTERM, SIGKILL)."""
+    import fcntl
+    for old in Path(tempfile.gettempdir()).glob("mathworklog-launch-*/.lock"):
+        try:
+            with open(old) as f: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError: continue                               # held: its owner lives (or it is not ours to read)
+        shutil.rmtree(old.parent, ignore_errors=True)
+    d = Path(tempfile.mkdtemp(prefix="mathworklog-launch-"))
+    lock = open(d/".lock.part", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    os.rename(d/".lock.part", d/".lock")                       # only a held lock is ever named .lock
+    return d, lock
+
 # %% ../nbs/00b_procs.ipynb #62e53774
 _ALONE = "from mathworklog.procs import launch_main; launch_main()"   # one worker, without accelerate
 
@@ -329,7 +346,7 @@ def launch(fn_spec: str,                  # `module:function`, importable in the
         raise ValueError(f"num_processes={num_processes!r} is not allowed: num_processes must be an integer ≥ 1.")
     n = num_processes if num_processes is not None else max(torch.cuda.device_count(), 1)
     if n <= 1 and not apart: return _import_fn(fn_spec)(**kwargs)
-    d = Path(tempfile.mkdtemp(prefix="mathworklog-launch-"))
+    d, lock = _launch_dir()
     a, r = d/"args.json", d/"result.json"
     a.write_text(json.dumps(kwargs, default=str))
     nvls_off = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -349,6 +366,7 @@ def launch(fn_spec: str,                  # `module:function`, importable in the
         if log: out.close()
         if gone: shutil.rmtree(d, ignore_errors=True)
         else: warnings.warn(f"processes of the launch (group {child.pgid}) survived SIGKILL; left {d} in place.")
+        lock.close()                                           # unheld, a folder left here goes at the next launch
 
 # %% ../nbs/00b_procs.ipynb #cef717ff
 def launch_beside(fn_spec: str,   # `module:function`, importable in the child
