@@ -324,7 +324,8 @@ def _launch_dir() -> tuple:
         shutil.rmtree(old.parent, ignore_errors=True)
     d = Path(tempfile.mkdtemp(prefix="mathworklog-launch-"))
     lock = open(d/".lock.part", "w")
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    try: fcntl.flock(lock, fcntl.LOCK_EX)
+    except OSError: return d, lock                             # a filesystem without locks: never swept
     os.rename(d/".lock.part", d/".lock")                       # only a held lock is ever named .lock
     return d, lock
 
