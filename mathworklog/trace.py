@@ -192,7 +192,7 @@ def engine_reproductions(path: str, tokenizer, dtypes, buffer_size_bytes: int,
                          modes=(None, "clone", "out_of_place"),  # keys of `SYNC_MODES` (None: TRL unpatched)
                          gap: float = 0.2,                       # `visible_adapter`'s
                          apart: bool|None = None,                # each engine in a child process (None: on a GPU)
-                         log=None,                               # apart: the children's output (None: a temp file)
+                         log=None,                               # apart: the children's output (None: printed)
                         ) -> tuple[pd.DataFrame, pd.DataFrame]:
     "`engine_reproduction` for each of `dtypes`, one engine after the other: the tables of all of them."
     from mathworklog.procs import launch
@@ -205,13 +205,10 @@ def engine_reproductions(path: str, tokenizer, dtypes, buffer_size_bytes: int,
         raise ValueError(f"engine_reproductions(apart=True) reads the tokenizer in its child processes from the folder "
                          f"it was saved in, and {folder!r} is not one: save it (`tokenizer.save_pretrained`) "
                          f"and load it from there, or pass apart=False.")
-    if log is None:
-        fd, log = tempfile.mkstemp(prefix="mathworklog-repro-", suffix=".log")
-        os.close(fd)
     args = dict(path=str(path), tokenizer=str(folder), buffer_size_bytes=buffer_size_bytes, modes=list(modes), gap=gap,
                 probe=dict(ids=probe.ids.tolist(), mask=probe.mask.tolist(), keep=probe.keep))
     outs = [launch("mathworklog.trace:reproduction_job", args | dict(dtype=str(dt).removeprefix("torch.")),
-                   apart=True, log=str(log)) for dt in dtypes]
+                   apart=True, log=log and str(log)) for dt in dtypes]
     return tuple(pd.DataFrame([r for o in outs for r in o[k]]) for k in ("rows", "chunks"))
 
 # %% ../nbs/01e_trace.ipynb #0e19c713
