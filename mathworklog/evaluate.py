@@ -7,14 +7,17 @@ Docs: https://mathworklog.github.io/mathworklog/baseline.html.md"""
 
 # %% ../nbs/02_baseline.ipynb #d17e6ee2
 from __future__ import annotations
+import shutil
 from pathlib import Path
 import pandas as pd
 from .data import (answer_value, first_number, format_number, grade, lenient_answers, parse_number,
                               render_prompt, solution_text, strict_answer, TAGS)
+from .files import atomic_path
 
 # %% auto #0
 __all__ = ['CRITERIA', 'CRITERIA_NAMES', 'SAMPLING', 'HELDOUT', 'MISPLACED', 'score_records', 'summarize', 'evaluate_model',
-           'heldout_eval', 'eval_scores', 'criteria_frame', 'compare_evals', 'misplaced', 'misplaced_table']
+           'copy_eval', 'heldout_eval', 'eval_scores', 'criteria_frame', 'compare_evals', 'misplaced',
+           'misplaced_table']
 
 # %% ../nbs/02_baseline.ipynb #af15833a
 CRITERIA = ("lenient", "strict", "format", "exact")
@@ -69,6 +72,13 @@ def evaluate_model(generator, tokenizer, records: list[dict],
         run.save_table(df, f"eval/{name}.jsonl")
         run.save_json(table | {"run_id": run.id}, f"eval/{name}.table.json")
     return df, table
+
+# %% ../nbs/02_baseline.ipynb #8f65ade3
+def copy_eval(run_dir, name: str, as_name: str):
+    "Save the run's evaluation `name` (its answers and its table) again as `as_name`, atomically."
+    ev = Path(run_dir)/"eval"
+    for ext in (".jsonl", ".table.json"):
+        with atomic_path(ev/f"{as_name}{ext}") as tmp: shutil.copy(ev/f"{name}{ext}", tmp)
 
 # %% ../nbs/02_baseline.ipynb #4d28edbf
 def heldout_eval(generator, tokenizer, test: list[dict], run=None,

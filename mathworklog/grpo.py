@@ -27,15 +27,15 @@ from .generation import HFGenerator, choose_engine, vllm_available
 from .copies import RolloutCopy
 from .weights import (SyncPatch, SyncProbe, SyncProbeCallback, colocated_vllm, patch_trl_lora_sync,
                                  patch_trl_reload_sync, probe_batch, trainer_vllm_copy, use_server_transport)
-from .evaluate import HELDOUT, evaluate_model
+from .evaluate import HELDOUT, copy_eval, evaluate_model
 from .rewards import REWARD_FUNCS, REWARD_WEIGHTS, weights_list, zero_signal_share
 from .presample import SampleSettings, buckets, re_presample, save_rl_set
 
 # %% auto #0
 __all__ = ['ENTROPY_LEVERS', 'IS_MODES', 'ROLLOUTS', 'GRPO_RUNS', 'entropy_levers', 'GRPOSettings', 'grpo_config',
            'recording_trainer_class', 'attach_rollout_copy', 'EvalCallback', 'grpo_dataset', 'SyncPatches',
-           'trl_sync_patches', 'build_grpo_trainer', 'served_eval', 'policy_eval', 'copy_eval', 'start_eval',
-           'train_grpo', 'row_settings', 'mark_heldout', 'run_row', 'ChapterRun', 'chapter_settings', 'presample_into',
+           'trl_sync_patches', 'build_grpo_trainer', 'served_eval', 'policy_eval', 'start_eval', 'train_grpo',
+           'row_settings', 'mark_heldout', 'run_row', 'ChapterRun', 'chapter_settings', 'presample_into',
            'same_prompt_control']
 
 # %% ../nbs/07_grpo.ipynb #99133f51
@@ -82,6 +82,7 @@ class GRPOSettings(TrainSettings):
     transport: str = "direct"        # colocate only: TRL's own sync | "server": what a vLLM server receives (ch. 08)
     transport_buffer: int|None = None   # server transport: vLLM's packing buffer in bytes (None: its 1 GiB)
     lr_schedule: str = "linear"      # TRL's `lr_scheduler_type`: linear (to 0 at the last step) or constant
+    micro_batch: int|None = None     # None: a step's completions in one pass; N: passes of N, not checkpointed
 
     @classmethod
     def from_preset(cls, P, **kw):
@@ -112,17 +113,22 @@ def validate(self: GRPOSettings):
     valid("prompts_per_step × num_generations", self.prompts_per_step * self.num_generations,
           lambda b: b % self.num_processes == 0,
           f"a multiple of num_processes={self.num_processes} (each process takes an equal share of the completions)")
+    share = self.prompts_per_step * self.num_generations // self.num_processes   # a process's completions a step
+    valid("micro_batch", self.micro_batch, lambda m: m is None or isinstance(m, int) and 0 < m and share % m == 0,
+          f"None or a divisor of a process's {share} completions a step (one generation feeds one optimizer step)")
 
 # %% ../nbs/07_grpo.ipynb #4cb87f12
 def grpo_config(out_dir: str, s: GRPOSettings, server_host: str = "127.0.0.1", run_id: str | None = None, **overrides):
     "TRL `GRPOConfig`: the shared flags, the worklog's recipe and the settings `s`; `overrides` go to TRL as they are."
     from trl import GRPOConfig
-    batch = s.prompts_per_step * s.num_generations
+    per = s.prompts_per_step * s.num_generations // s.num_processes   # a process's completions a step
+    micro = s.micro_batch or per
     rollout = choose_engine("rollout", s.rollout) if s.rollout == "auto" else s.rollout
     kw = trl_args(s, out_dir, run_id) | dict(
         loss_type="dapo", beta=0.0, num_generations=s.num_generations, max_completion_length=s.max_completion_length,
-        temperature=1.0, top_p=1.0, per_device_train_batch_size=batch // s.num_processes, gradient_accumulation_steps=1,
-        steps_per_generation=1, reward_weights=weights_list(), log_completions=False, gradient_checkpointing=on_gpu(),
+        temperature=1.0, top_p=1.0, per_device_train_batch_size=micro, gradient_accumulation_steps=per // micro,
+        steps_per_generation=per // micro, reward_weights=weights_list(), log_completions=False,
+        gradient_checkpointing=on_gpu() and s.micro_batch is None,
         use_vllm=rollout != "hf", vllm_mode="colocate" if rollout == "colocate" else "server",
         vllm_server_host=server_host, vllm_server_port=s.server_port,
         vllm_gpu_memory_utilization=s.gpu_memory_utilization, vllm_importance_sampling_mode=s.is_mode,
@@ -328,12 +334,6 @@ def policy_eval(trainer, ev: EvalCallback,
         return served_eval(trainer, ev, "final-greedy", sync=False)
     copy_eval(ev.run.path, "final-greedy-vllm", "final-greedy")
     return served
-
-def copy_eval(run_dir, name: str, as_name: str):
-    "Save the run's evaluation `name` (its answers and its table) again as `as_name`, atomically."
-    ev = Path(run_dir)/"eval"
-    for ext in (".jsonl", ".table.json"):
-        with atomic_path(ev/f"{as_name}{ext}") as tmp: shutil.copy(ev/f"{name}{ext}", tmp)
 
 # %% ../nbs/07_grpo.ipynb #f3b7d0c8
 def start_eval(trainer, ev: EvalCallback) -> dict|None:

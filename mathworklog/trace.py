@@ -22,10 +22,11 @@ from .weights import (ProbeTokens, SyncPatch, SyncProbe, engine_loader, lora_mod
 
 # %% auto #0
 __all__ = ['SYNC_MODES', 'REPRO_COLUMNS', 'QWEN3_06B_DIMS', 'LORA_TARGETS', 'NOISE_BANDS', 'start_model', 'trl_original_iter',
-           'reference_weights', 'arrival_table', 'stale_tail_bytes', 'matching_buffer', 'sync_into_engine',
-           'per_token_gap', 'probe_engine', 'visible_adapter', 'engine_reproduction', 'reproduction_job',
-           'engine_reproductions', 'repro_view', 'bf16_survival', 'merge_unmerge_drift', 'sync_drift', 'meta_model',
-           'chunk_ids', 'stuck_layers', 'stuck_matrices', 'SimSettings', 'simulate', 'engine_log', 'noise_table']
+           'lora_bases', 'restore_bases', 'reference_weights', 'arrival_table', 'stale_tail_bytes', 'matching_buffer',
+           'sync_into_engine', 'per_token_gap', 'probe_engine', 'visible_adapter', 'engine_reproduction',
+           'reproduction_job', 'engine_reproductions', 'repro_view', 'bf16_survival', 'merge_unmerge_drift',
+           'sync_drift', 'meta_model', 'chunk_ids', 'stuck_layers', 'stuck_matrices', 'SimSettings', 'simulate',
+           'engine_log', 'noise_table']
 
 # %% ../nbs/01e_trace.ipynb #c0656395
 def start_model(preset: str = "tiny", spec=None, tokenizer=None) -> str:
@@ -42,13 +43,27 @@ def trl_original_iter():
     while hasattr(f, "__wrapped__"): f = f.__wrapped__
     return f
 
+# %% ../nbs/01e_trace.ipynb #3b2ca739
+def lora_bases(model) -> list:
+    "(weight, a copy of it) for the base weight of every LoRA layer of `model`: what `restore_bases` puts back."
+    return [(m.base_layer.weight, m.base_layer.weight.detach().clone()) for m in model.modules()
+            if hasattr(m, "lora_A") and hasattr(m, "base_layer")]
+
+# %% ../nbs/01e_trace.ipynb #76e9c085
+def restore_bases(saved: list):
+    "Put the saved base weights back, bit for bit."
+    with torch.no_grad():
+        for w, c in saved: w.copy_(c)
+
 # %% ../nbs/01e_trace.ipynb #ba3aa158
 def reference_weights(model) -> tuple[dict, dict]:
-    "(merged, base) tensors under vLLM's names, read through TRL's own generator whatever fix is installed."
-    g, orig = trl_generation_for(model), trl_original_iter()
+    """(merged, base) tensors under vLLM's names, read through TRL's own generator whatever fix is installed; the
+    model's base weights are left as they were, bit for bit."""
+    g, orig, saved = trl_generation_for(model), trl_original_iter(), lora_bases(model)
     merged = {n: t.clone() for n, t in snapshotting(orig)(g)}
-    base = {n: t.clone() for n, t in list(orig(g))}        # exhausted first: every view is unmerged
-    return merged, base
+    pairs = list(orig(g))                                 # exhausted first: every view is unmerged
+    restore_bases(saved)                                  # merging and unmerging in place rounds the base's last bits
+    return merged, {n: t.clone() for n, t in pairs}
 
 # %% ../nbs/01e_trace.ipynb #408b92d1
 def arrival_table(model, received: dict, where: dict | None = None) -> pd.DataFrame:
@@ -152,13 +167,13 @@ def engine_reproduction(path: str, tokenizer, dtype, buffer_size_bytes: int,
     dev = next(pm.parameters()).device
     merged_lp = token_logprobs(pm, ids.to(dev), mask.to(dev), keep)
     with pm.disable_adapter(): base_lp = token_logprobs(pm, ids.to(dev), mask.to(dev), keep)
-    merged = reference_weights(pm)[0]
     name, rows, chunk_rows = str(dtype).removeprefix("torch."), [], []
     with probe_engine(path, tokenizer, dtype, ids.shape[1]) as gen:
         copy = VLLMCopy(gen.llm)
         floor = per_token_gap(copy.logprobs(ids, mask, keep), base_lp, mask, keep)   # the engine holds `path` now
         for mode in modes:
             fix = mode if mode in ("clone", "out_of_place") else None
+            merged = reference_weights(pm)[0]   # of this sync's base: each sync before moved its last bits
             t0 = time.perf_counter()
             with patch_trl_lora_sync(fix) if fix else SyncPatch(None):
                 got, chunks = sync_into_engine(gen.llm, pm, buffer_size_bytes, prebuilt=mode == "piecewise")
