@@ -39,6 +39,11 @@
 # limit; 83 s and 210 s on the H200 of 2026-12-03, 179 s for 05 with bf16_run=False on the H100 of 2026-12-06, 07 then
 # 135 s), or pass upstream=error to 07 and 08 to fail
 # at once. 07 takes `experiments` (labels of GRPO_RUNS), not a rollout choice.
+# Micro-batches without gradient checkpointing (GRPOSettings.micro_batch; as GRPOConfig keys in a variant), one item:
+#   "bench:grpo_step:--steps,4,--variants,mathworklog:bf16:base_dtype=bfloat16,mathworklog:bf16:base_dtype=bfloat16+gradient_checkpointing=false+per_device_train_batch_size=64+gradient_accumulation_steps=2+steps_per_generation=2@300"
+#   (246 s for three variants on the H100 of 2026-12-06, ninth session: step 2.48 -> 2.05 s, training 1.40 -> 1.03 s,
+#   peak 11.5 -> 50.5 GiB: bench/h100/grpo_step_microbatch.json). Next: profile that variant (--profile-step,3), and
+#   the grpo_learns control comparison with it, before the gpu preset takes it by default.
 # bench:grpo_step:--profile-step,N profiles step N of every variant, and a profiled step is slow (TRL's default path:
 # minutes): on 2026-12-05 eight profiled variants under 575 s finished one. Profile one variant per item, alone, and time
 # the paths in an item without the profile. A variant KIND:PREC:key=value+key=value tries GRPOConfig changes against
