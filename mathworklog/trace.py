@@ -66,9 +66,11 @@ def reference_weights(model) -> tuple[dict, dict]:
     return merged, {n: t.clone() for n, t in pairs}
 
 # %% ../nbs/01e_trace.ipynb #408b92d1
-def arrival_table(model, received: dict, where: dict | None = None) -> pd.DataFrame:
+def arrival_table(model, received: dict, where: dict | None = None,
+                  reference: tuple | None = None,   # `reference_weights(model)`, when already read (None: read here)
+                 ) -> pd.DataFrame:
     "Per LoRA-updated tensor: its chunk, the fraction of the update that arrived, the update's squared norm (`norm2`)."
-    merged, base = reference_weights(model)
+    merged, base = reference or reference_weights(model)
     rows = []
     for n in merged:
         d = merged[n].double() - base[n].double()
@@ -173,12 +175,12 @@ def engine_reproduction(path: str, tokenizer, dtype, buffer_size_bytes: int,
         floor = per_token_gap(copy.logprobs(ids, mask, keep), base_lp, mask, keep)   # the engine holds `path` now
         for mode in modes:
             fix = mode if mode in ("clone", "out_of_place") else None
-            merged = reference_weights(pm)[0]   # of this sync's base: each sync before moved its last bits
+            ref = reference_weights(pm)   # of this sync's base: each sync before moved its last bits
             t0 = time.perf_counter()
             with patch_trl_lora_sync(fix) if fix else SyncPatch(None):
                 got, chunks = sync_into_engine(gen.llm, pm, buffer_size_bytes, prebuilt=mode == "piecewise")
             secs = time.perf_counter() - t0
-            t = arrival_table(pm, got, {n: i for i, c in enumerate(chunks) for n in c})
+            t = arrival_table(pm, got, {n: i for i, c in enumerate(chunks) for n in c}, ref)
             per = _chunk_rows(t, chunks)
             lp = copy.logprobs(ids, mask, keep)
             chunk_rows += [dict(dtype=name, sync=SYNC_MODES[mode], **c) for c in per]
@@ -187,7 +189,7 @@ def engine_reproduction(path: str, tokenizer, dtype, buffer_size_bytes: int,
                              fraction_per_chunk=" / ".join(f"{c['fraction']:.3f}" for c in per),
                              vs_merged=per_token_gap(lp, merged_lp, mask, keep),
                              vs_base=per_token_gap(lp, base_lp, mask, keep), floor=floor, tensors=len(got),
-                             exact_tensors=sum(torch.equal(got[n].cpu(), merged[n].cpu()) for n in got),
+                             exact_tensors=sum(torch.equal(got[n].cpu(), ref[0][n].cpu()) for n in got),
                              seconds=round(secs, 3)))
         del copy                  # the last hold on the engine: closing it now frees its memory for the next one
     return pd.DataFrame(rows), pd.DataFrame(chunk_rows)
