@@ -16,7 +16,8 @@ from .worklog import WORKLOG_FIGURES, worklog_text
 from .stats import compare, window_diff
 
 # %% auto #0
-__all__ = ['VERDICTS', 'Finding', 'worklog_side', 'say', 'paired_finding', 'trend_finding', 'findings_frame', 'as_records']
+__all__ = ['VERDICTS', 'Finding', 'worklog_side', 'say', 'paired_finding', 'change_text', 'trend_finding', 'lesson_window',
+           'handover_finding', 'findings_frame', 'as_records']
 
 # %% ../nbs/01g_findings.ipynb #0f506172
 VERDICTS = ("holds", "partly", "does not hold", "not run")
@@ -74,6 +75,11 @@ def paired_finding(key: str, chapter: str, claim: str,
     return Finding(key, chapter, claim, ours, "holds" if t["holds"] else "does not hold", reason, worklog_keys, t)
 
 # %% ../nbs/01g_findings.ipynb #a8e9fa0b
+def change_text(what: str, t: dict, windows: str) -> str:
+    "A series' change as a finding says it: its two windows' means, the change and its 95% interval (`window_diff`)."
+    return (f"{what} {t['first']:.3g} → {t['last']:.3g} ({windows}; change {t['diff']:+.3g}, 95% CI "
+            f"[{t['ci_low']:+.3g}, {t['ci_high']:+.3g}])")
+
 def trend_finding(key: str, chapter: str, claim: str,
                   series: list, n: int,       # a run's per-step series, and the window at each end
                   direction: str = "<",       # '<': falls (last below first), '>': rises
@@ -82,11 +88,30 @@ def trend_finding(key: str, chapter: str, claim: str,
     "A lesson about one run's series (entropy falls, the zero-signal share rises): last window against first."
     t = window_diff(series, n)
     holds = t["ci_high"] < 0 if direction == "<" else t["ci_low"] > 0
-    ours = (f"{what} {t['first']:.3g} → {t['last']:.3g} (first and last {n} steps; change {t['diff']:+.3g}, 95% CI "
-            f"[{t['ci_low']:+.3g}, {t['ci_high']:+.3g}])")
     side = "below" if direction == "<" else "above"
     reason = "" if holds else f"not shown at this scale: the change's interval does not lie {side} 0."
-    return Finding(key, chapter, claim, ours, "holds" if holds else "does not hold", reason, worklog_keys, t)
+    return Finding(key, chapter, claim, change_text(what, t, f"first and last {n} steps"),
+                   "holds" if holds else "does not hold", reason, worklog_keys, t)
+
+# %% ../nbs/01g_findings.ipynb #47dbdbb3
+def lesson_window(steps: int) -> int:
+    "The steps a lesson reads at each end of a run's series of `steps` values: a fifth of them, at least 3."
+    return max(3, steps // 5)
+
+# %% ../nbs/01g_findings.ipynb #53f5c193
+def handover_finding(key: str, chapter: str, claim: str,
+                     runs: tuple,     # (the first run's per-step series, the next run's)
+                     n: int,          # at most this many steps of each; as many from both
+                     direction: str = "<", what: str = "", worklog_keys: tuple = ()) -> Finding:
+    """One run's end against the next run's start: its last steps against the next one's first, as many of each (at
+    most `n`), an unpaired bootstrap over the steps of each window (`trend_finding`); 'not run' without a step."""
+    ok = lambda xs: [float(x) for x in xs if x is not None and x == x]
+    before, after = map(ok, runs)
+    w = min(n, len(before), len(after))
+    if w < 1: return Finding(key, chapter, claim, "—", "not run", "a run without a logged step", worklog_keys)
+    f = trend_finding(key, chapter, claim, before[-w:] + after[:w], w, direction, what, worklog_keys)
+    f.ours = change_text(what, f.test, f"the last {w} steps of one run, the first {w} of the next")
+    return f
 
 # %% ../nbs/01g_findings.ipynb #aa0b1c2d
 def findings_frame(findings) -> pd.DataFrame:

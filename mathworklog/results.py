@@ -15,13 +15,14 @@ import pandas as pd
 from .settings import CHAPTERS, get_preset, ran_on
 from .runs import Run, find_runs, read_metrics
 from .worklog import WORKLOG_FIGURES, worklog_figure
-from .findings import Finding, findings_frame, paired_finding, trend_finding
+from .findings import (Finding, findings_frame, handover_finding, lesson_window, paired_finding,
+                                 trend_finding)
 from .evaluate import HELDOUT
 
 # %% auto #0
-__all__ = ['ROWS', 'LESSONS', 'UNPATCHED', 'Row', 'current_worklog_run', 'labelled', 'heldout_scores', 'staircase',
-           'plot_staircase', 'Lesson', 'lesson_finding', 'stale_cost', 'series_lessons', 'lessons', 'say_lesson',
-           'chapter_findings', 'row_records', 'lesson_records']
+__all__ = ['ROWS', 'LESSONS', 'UNPATCHED', 'SERIES_UNITS', 'Row', 'current_worklog_run', 'labelled', 'heldout_scores',
+           'staircase', 'plot_staircase', 'Lesson', 'lesson_finding', 'stale_cost', 'series_lessons', 'lessons',
+           'say_lesson', 'chapter_findings', 'row_records', 'lesson_records']
 
 # %% ../nbs/10_results.ipynb #b1c2d3e4
 @dataclass(frozen=True)
@@ -170,14 +171,14 @@ def series_lessons(preset: str, worklog_run: str|None, root=None, n: int|None = 
     """The lessons read from runs rather than rows: the plateau run's entropy falls and its zero-signal share at least
     doubles; OPD round two leaves more training questions learnable (1…7 of 8) than the average had (a paired
     comparison over the same training questions); the re-presampled run starts with fewer zero-signal groups than the
-    plateau ended with."""
+    plateau ended with (`findings.handover_finding`). Every window is `findings.lesson_window`, as in chapter 09."""
     out, plateau = [], labelled("results_fp32_fixed", preset, worklog_run, root)
     repres = labelled("results_repres", preset, worklog_run, root)
     if plateau is None: return [Finding("plateau", "10_results", "At the plateau entropy falls and the groups without "
                                         "signal at least double", "—", "not run", "no plateau run here")]
     m = read_metrics(plateau.path)
     m = m[m["reward"].notna()] if "reward" in m else m       # the steps, not the summary line metrics.jsonl ends on
-    n = n or max(3, len(m) // 5)
+    n = n or lesson_window(len(m))
     ent = trend_finding("plateau_entropy", "10_results", "At the plateau, entropy falls", m["entropy"].tolist(), n,
                         "<", "entropy", ("cr17x4tb_entropy",) if "cr17x4tb_entropy" in WORKLOG_FIGURES else ())
     if ent.verdict != "holds" and plateau.meta.get("entropy_split"):   # where chapter 09 found the entropy sits
@@ -199,12 +200,13 @@ def series_lessons(preset: str, worklog_run: str|None, root=None, n: int|None = 
         out.append(paired_finding("opd2_learnable", "10_results", "OPD round two leaves more training questions "
                                   "learnable (1…7 of 8)", learn(after), learn(before),
                                   ("after OPD round two", "the average"), ">", ("opd2_more_learnable",)))
-    if repres is not None:
-        r0 = read_metrics(repres.path)["zero_signal/total"].dropna().tolist()[:n]
-        drop = paired_finding("repres_zero_signal", "10_results", "Re-presampling drops the groups without signal",
-                              dict(enumerate(r0)), dict(enumerate(zs[-n:])), ("re-presampled run, first steps",
-                              "plateau run, last steps"), "<")
-        out.append(drop)
+    if repres is not None:                                   # steps of two runs: nothing pairs them
+        r = read_metrics(repres.path)
+        r = r[r["reward"].notna()] if "reward" in r else r
+        out.append(handover_finding("repres_zero_signal", "10_results", "Re-presampling drops the groups without "
+                                    "signal", (zs, r["zero_signal/total"].tolist()), n, "<", "zero-signal share, "
+                                    "the plateau run's last steps → the re-presampled run's first",
+                                    ("repres_zero_signal",)))
     return out
 
 # %% ../nbs/10_results.ipynb #c9304152
@@ -233,12 +235,19 @@ def row_records(table: pd.DataFrame) -> list[dict]:
     recs = table.reset_index(names="key")[["key", *cols]].to_dict("records")
     return [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in recs]
 
+SERIES_UNITS = {"plateau_entropy": ("nats/token", 1),      # a lesson read off a series: its difference's unit, and
+                "plateau_zero_signal": ("points", 100),   # the factor from the series' own (a share is ×100 in points)
+                "repres_zero_signal": ("points", 100)}
+
 def lesson_records(found) -> list[dict]:
-    "The lessons as the worklog run's `meta.json` holds them (`lessons`): the difference, its 95% interval, verdict."
+    """The lessons as the worklog run's `meta.json` holds them (`lessons`): the difference and its 95% interval in
+    `unit` (points, but for a series that is not a share), n, verdict."""
     out = []
     for f in found:
         t = f.test or {}
-        out.append(dict(lesson=f.key, claim=f.claim, diff_points=t.get("diff_points", t.get("diff")),
-                        ci_low=t.get("ci_low"), ci_high=t.get("ci_high"), n=t.get("n"), holds=f.verdict == "holds",
-                        verdict=f.verdict))
+        unit, k = ("points", 1) if "diff_points" in t else SERIES_UNITS.get(f.key, ("", 1))
+        x = lambda v: None if v is None else k * v
+        out.append(dict(lesson=f.key, claim=f.claim, diff_points=x(t.get("diff_points", t.get("diff"))),
+                        ci_low=x(t.get("ci_low")), ci_high=x(t.get("ci_high")), unit=unit, n=t.get("n"),
+                        holds=f.verdict == "holds", verdict=f.verdict))
     return out
