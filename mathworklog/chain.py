@@ -17,8 +17,8 @@ from .procs import OwnedProcess
 from .runs import Run, find_runs, new_run
 
 # %% auto #0
-__all__ = ['YIELD_NICE', 'UPSTREAM_MODES', 'upstream', 'missing_upstream', 'execute_chapter', 'ready', 'chapter_threads',
-           'beside', 'past_seconds', 'chapter_nice', 'run_chapters', 'ensure_upstream']
+__all__ = ['YIELD_NICE', 'UPSTREAM_MODES', 'upstream', 'missing_upstream', 'scratch_tmp', 'execute_chapter', 'ready',
+           'chapter_threads', 'beside', 'past_seconds', 'chapter_nice', 'run_chapters', 'ensure_upstream']
 
 # %% ../nbs/00h_chain.ipynb #2a617283
 def upstream(stem: str) -> list[str]:
@@ -41,6 +41,19 @@ def missing_upstream(stem: str, preset: str = "tiny", root=None) -> list[str]:
     have = lambda c: find_runs(CHAPTER_RUNS[c], get_preset(preset).name, root, status="done", worklog_run=wl)
     return [c for c in upstream(stem) if c in CHAPTER_RUNS and not have(c)]
 
+# %% ../nbs/00h_chain.ipynb #f0768694
+@contextlib.contextmanager
+def scratch_tmp(prefix: str = "mwl"):
+    """A temporary folder for a child's `TMPDIR`, removed with what is in it once the child is done; the variables to
+    hand the child. torch's compile cache stays where it was (its default is under `TMPDIR`)."""
+    import getpass, re, tempfile
+    try: user = re.sub(r'[\\/:*?"<>|]', "_", getpass.getuser())
+    except (KeyError, OSError): user = str(os.getuid())
+    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(tempfile.gettempdir(), f"torchinductor_{user}")
+    d = tempfile.mkdtemp(prefix=f"{prefix}-")
+    try: yield {"TMPDIR": d, "TORCHINDUCTOR_CACHE_DIR": cache}
+    finally: shutil.rmtree(d, ignore_errors=True)
+
 # %% ../nbs/00h_chain.ipynb #3ac7d8e9
 def execute_chapter(stem: str, out: Path, preset: str, worklog_run: str|None = None,
                     log: Path|None = None,       # the kernel's own output (warnings, progress): here, not shown
@@ -57,8 +70,8 @@ def execute_chapter(stem: str, out: Path, preset: str, worklog_run: str|None = N
            "--kernel", "python3", "--no-progress-bar", "--log-level", "WARNING"]
     if nice and shutil.which("nice"): cmd = ["nice", "-n", str(nice), *cmd]
     t0 = time.perf_counter()
-    with open(log, "w") as f:
-        p = OwnedProcess(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
+    with open(log, "w") as f, scratch_tmp(f"mwl-{stem[:2]}") as tmp:
+        p = OwnedProcess(cmd, stdout=f, stderr=subprocess.STDOUT, env=env | tmp)
         try: rc = p.proc.wait()
         finally: p.kill(5)
     if rc: raise RuntimeError(f"chapter {stem} failed (papermill exit code {rc}); its executed notebook is {out} and "

@@ -8,7 +8,7 @@ Docs: https://mathworklog.github.io/mathworklog/findings.html.md"""
 
 # %% ../nbs/01g_findings.ipynb #0d3e4f50
 from __future__ import annotations
-import re
+import math, re
 from dataclasses import asdict, dataclass, field
 import pandas as pd
 from .settings import CHAPTERS, valid, valid_choice
@@ -105,7 +105,7 @@ def handover_finding(key: str, chapter: str, claim: str,
                      direction: str = "<", what: str = "", worklog_keys: tuple = ()) -> Finding:
     """One run's end against the next run's start: its last steps against the next one's first, as many of each (at
     most `n`), an unpaired bootstrap over the steps of each window (`trend_finding`); 'not run' without a step."""
-    ok = lambda xs: [float(x) for x in xs if x is not None and x == x]
+    ok = lambda xs: [float(x) for x in xs if x is not None and math.isfinite(x)]   # as `stats.window_diff` reads
     before, after = map(ok, runs)
     w = min(n, len(before), len(after))
     if w < 1: return Finding(key, chapter, claim, "—", "not run", "a run without a logged step", worklog_keys)

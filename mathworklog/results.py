@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 import pandas as pd
 from .settings import CHAPTERS, get_preset, ran_on
-from .runs import Run, find_runs, read_metrics
+from .runs import Run, find_runs, read_metrics, step_metrics
 from .worklog import WORKLOG_FIGURES, worklog_figure
 from .findings import Finding, findings_frame, handover_finding, lesson_window, paired_finding, trend_finding
 from .evaluate import HELDOUT
@@ -175,15 +175,15 @@ def series_lessons(preset: str, worklog_run: str|None, root=None, n: int|None = 
     repres = labelled("results_repres", preset, worklog_run, root)
     if plateau is None: return [Finding("plateau", "10_results", "At the plateau entropy falls and the groups without "
                                         "signal at least double", "—", "not run", "no plateau run here")]
-    m = read_metrics(plateau.path)
-    m = m[m["reward"].notna()] if "reward" in m else m       # the steps, not the summary line metrics.jsonl ends on
+    m = step_metrics(plateau.path)
     n = n or lesson_window(len(m))
-    ent = trend_finding("plateau_entropy", "10_results", "At the plateau, entropy falls", m["entropy"].tolist(), n,
-                        "<", "entropy", ("cr17x4tb_entropy",) if "cr17x4tb_entropy" in WORKLOG_FIGURES else ())
+    ent = trend_finding("plateau_entropy", "10_results", "At the plateau, entropy falls",
+                        list(m.get("entropy", [])), n, "<", "entropy",
+                        ("cr17x4tb_entropy",) if "cr17x4tb_entropy" in WORKLOG_FIGURES else ())
     if ent.verdict != "holds" and plateau.meta.get("entropy_split"):   # where chapter 09 found the entropy sits
         from mathworklog.averaging import split_sentence
         ent.reason = f"{ent.reason} {split_sentence(plateau.meta['entropy_split'])}".strip()
-    zs = m["zero_signal/total"].tolist()
+    zs = list(m.get("zero_signal/total", []))
     z = trend_finding("plateau_zero_signal", "10_results", "At the plateau, the groups without signal at least double",
                       zs, n, ">", "zero-signal share",
                       ("cr17x4tb_zero_signal",) if "cr17x4tb_zero_signal" in WORKLOG_FIGURES else ())
@@ -200,10 +200,9 @@ def series_lessons(preset: str, worklog_run: str|None, root=None, n: int|None = 
                                   "learnable (1…7 of 8)", learn(after), learn(before),
                                   ("after OPD round two", "the average"), ">", ("opd2_more_learnable",)))
     if repres is not None:                                   # steps of two runs: nothing pairs them
-        r = read_metrics(repres.path)
-        r = r[r["reward"].notna()] if "reward" in r else r
+        r = list(step_metrics(repres.path).get("zero_signal/total", []))
         out.append(handover_finding("repres_zero_signal", "10_results", "Re-presampling drops the groups without "
-                                    "signal", (zs, r["zero_signal/total"].tolist()), n, "<", "zero-signal share, "
+                                    "signal", (zs, r), n, "<", "zero-signal share, "
                                     "the plateau run's last steps → the re-presampled run's first",
                                     ("repres_zero_signal",)))
     return out

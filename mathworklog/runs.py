@@ -19,8 +19,9 @@ from .files import (atomic_path, atomic_write_text, folder_at, fresh_path, git_c
 # %% auto #0
 __all__ = ['MalformedRunError', 'RunRefusedError', 'Run', 'new_run', 'find_runs', 'latest_run', 'usable_run', 'resolve_run',
            'labelled_run', 'NonFiniteRunError', 'stop_if_nan', 'nonfinite_params', 'NaNGuard', 'metrics_rows',
-           'read_metrics', 'MetricsLogger', 'log_extra', 'tracking', 'without_printer', 'plot_log', 'stamp', 'RunStamp',
-           'save_run_model', 'checkpoints', 'checkpoint_step', 'checkpoint_problem', 'latest_checkpoint']
+           'read_metrics', 'MetricsLogger', 'step_metrics', 'log_extra', 'tracking', 'without_printer', 'plot_log',
+           'stamp', 'RunStamp', 'save_run_model', 'checkpoints', 'checkpoint_step', 'checkpoint_problem',
+           'latest_checkpoint']
 
 # %% ../nbs/00c_runs.ipynb #a92f042a
 class MalformedRunError(UnusableInputError):
@@ -284,6 +285,12 @@ class MetricsLogger(TrainerCallback):
         if state.is_world_process_zero and logs:
             with open(self.path, "a") as f:
                 f.write(json.dumps(dict(step=state.global_step, **logs), default=float) + "\n")
+
+# %% ../nbs/00c_runs.ipynb #ca8d6a14
+def step_metrics(run_dir):
+    "A GRPO run's steps (`read_metrics`) without the trainer's closing summary line: the lines with a reward."
+    m = read_metrics(run_dir)
+    return (m[m["reward"].notna()] if "reward" in m else m.iloc[:0]).reset_index(drop=True)
 
 # %% ../nbs/00c_runs.ipynb #6ced6088
 def log_extra(state, logs: dict|None, extra: dict):
