@@ -8,7 +8,7 @@ Docs: https://mathworklog.github.io/mathworklog/procs.html.md"""
 # %% ../nbs/00b_procs.ipynb #abd3c374
 from __future__ import annotations
 import contextlib, ctypes, json, os, pickle, select, shutil, signal, socket, subprocess, sys, tempfile
-import threading, time, warnings
+import threading, time, uuid, warnings
 from pathlib import Path
 
 # %% auto #0
@@ -197,10 +197,8 @@ class VLLMServer:
         valid_number("timeout", timeout, 0, lo_open=True)
         self.host, self.port, self.timeout = host, port, timeout
         self.proc, self.owned, self._log = None, None, None
-        if log_path is None:
-            fd, log_path = tempfile.mkstemp(prefix="vllm-server-", suffix=".log")
-            os.close(fd)
-        self.log_path = Path(log_path)
+        self.own_log = log_path is None                 # a log named here goes with a clean stop (`stop`)
+        self.log_path = Path(log_path or Path(tempfile.gettempdir())/f"vllm-server-{uuid.uuid4().hex[:12]}.log")
         self.cmd = cmd or [shutil.which("trl") or "trl", "vllm-serve", "--model", str(model), "--host", host,
                            "--port", str(port), "--gpu-memory-utilization", str(gpu_memory_utilization)]
         self.env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpus, "NCCL_NVLS_ENABLE": "0"}
@@ -245,11 +243,14 @@ class VLLMServer:
             raise
 
     def stop(self):
-        "Stop the server's whole process tree (TERM, then KILL after `grace` s), even when its leader exited."
+        """Stop the server's whole process tree (TERM, then KILL after `grace` s), even when its leader exited. A log
+        named here goes with a clean stop and stays after a failure (an exit of its own, an exception on its way)."""
+        died = self.proc is not None and self.proc.poll() is not None
         if self.owned is not None: self.owned.kill(self.grace)
         if self._log is not None:
             self._log.close()
             self._log = None
+        if self.own_log and not died and sys.exc_info()[0] is None: self.log_path.unlink(missing_ok=True)
 
 # %% ../nbs/00b_procs.ipynb #d1b3a46f
 def send_msg(f, obj):

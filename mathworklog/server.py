@@ -8,7 +8,7 @@ Docs: https://mathworklog.github.io/mathworklog/server.html.md"""
 # %% ../nbs/01j_server.ipynb #ff7e647f
 from __future__ import annotations
 import contextlib, functools, hashlib, inspect, ipaddress, json, os, re, subprocess, sys, tempfile, threading, time
-import urllib.error, urllib.request
+import urllib.error, urllib.request, uuid
 from datetime import timedelta
 from pathlib import Path
 from fastcore.basics import patch
@@ -66,10 +66,8 @@ class VLLMServer:
         self.max_model_len, self.backend = st.max_model_len, st.backend or ("nccl" if gpu else GLOO)
         self.threads = st.threads or int(os.environ.get("MATHWORKLOG_CPU_THREADS", "1"))
         self.args, self.proc, self.owned, self._log, self.start_seconds = tuple(st.args), None, None, None, None
-        if log_path is None:
-            fd, log_path = tempfile.mkstemp(prefix="vllm-server-", suffix=".log")
-            os.close(fd)
-        self.log_path = Path(log_path)
+        self.own_log = log_path is None                 # a log named here goes with a clean stop (`stop`)
+        self.log_path = Path(log_path or Path(tempfile.gettempdir())/f"vllm-server-{uuid.uuid4().hex[:12]}.log")
 
     def __enter__(self): return self.start()
     def __exit__(self, *exc): self.stop()
@@ -176,12 +174,16 @@ def _start(self: VLLMServer):
 # %% ../nbs/01j_server.ipynb #78b759e8
 @patch
 def stop(self: VLLMServer) -> bool:
-    "Stop the whole process tree (TERM, then KILL after `grace` s), even when its leader exited; True once none runs."
+    """Stop the whole process tree (TERM, then KILL after `grace` s), even when its leader exited; True once none runs.
+    A log made here is removed by a clean stop, and kept after a failure, where the errors name it: a server that
+    exited by itself, or a stop while an exception is on its way out."""
+    died = self.proc is not None and self.proc.poll() is not None
     gone = True
     if self.owned is not None: gone = self.owned.kill(self.grace)
     if self._log is not None:
         self._log.close()
         self._log = None
+    if self.own_log and not died and sys.exc_info()[0] is None: self.log_path.unlink(missing_ok=True)
     return gone
 
 # %% ../nbs/01j_server.ipynb #11051607
