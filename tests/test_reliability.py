@@ -138,15 +138,17 @@ def test_server_health_check_ignores_proxy(monkeypatch):
         assert s.healthy()
 
 def test_server_leaks_no_descriptor(tmp_path):
-    "Each VLLMServer() leaked mkstemp's file descriptor; a start/stop leaked the log file."
+    """Each VLLMServer() leaked mkstemp's file descriptor; a start/stop leaked the log file's descriptor, and the
+    file itself stayed in /tmp (318 of them on 2026-12-07)."""
     fds = lambda: len(os.listdir("/proc/self/fd"))
     n0 = fds()
-    for _ in range(50): VLLMServer("x", port=free_port())
-    assert fds() == n0
+    made = [VLLMServer("x", port=free_port()).log_path for _ in range(50)]
+    assert fds() == n0 and not any(p.exists() for p in made)      # a server never started leaves no file
     port = free_port()
     for _ in range(2):
         with VLLMServer("x", port=port, cmd=[sys.executable, "-c", "import sys\n" + SERVE, "-", str(port)],
-                        timeout=10): pass
+                        timeout=10) as s: assert s.log_path.exists()
+        assert not s.log_path.exists()                             # a clean stop takes its log along
     assert fds() == n0
 
 # ---------------------------------------------------------------- rewards
