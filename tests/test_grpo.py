@@ -26,11 +26,15 @@ def test_server_cleaned_up_when_trainer_fails():
             assert free_port(port=port) is None                      # it really serves
             raise RuntimeError("trainer crashed")
     assert srv.proc.poll() is not None and free_port(port=port) == port
+    assert srv.log_path.exists()                                       # kept after a failure, for a look
+    srv.log_path.unlink()
 
 def test_server_early_exit_is_a_clear_error():
     srv = VLLMServer("unused", port=free_port(), cmd=[sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"],
                      timeout=30)
     with pytest.raises(RuntimeError, match="exited with code 3"): srv.start()
+    assert "boom" in srv.log_path.read_text()                          # the log the error names stays
+    srv.log_path.unlink()
 
 def test_rollout_mode_errors_never_hang():
     with pytest.raises(Exception, match="needs vLLM"): choose_engine("rollout", "server", n_gpus=2, has_vllm=False)

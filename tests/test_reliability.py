@@ -63,7 +63,8 @@ def test_server_sigint_during_start_leaves_no_process(tmp_path):
     """Ctrl-C while start() waits for /health/ used to leave the server (and its grandchild) holding the GPU and the
     port."""
     srv = VLLMServer("x", port=free_port(),
-                     cmd=[sys.executable, "-c", GRANDCHILD + "time.sleep(120)", str(tmp_path/"g")], timeout=60)
+                     cmd=[sys.executable, "-c", GRANDCHILD + "time.sleep(120)", str(tmp_path/"g")], timeout=60,
+                     log_path=tmp_path/"server.log")
     def interrupt(*_): raise KeyboardInterrupt
     old = signal.signal(signal.SIGALRM, interrupt)
     def arm():                                                  # interrupt once the grandchild exists
@@ -87,7 +88,7 @@ def test_server_owner_killed_during_with_leaves_no_process(tmp_path):
             port = free_port()
             with VLLMServer("x", port=port,
                             cmd=[sys.executable, "-c", GRANDCHILD + SERVE, str(tmp_path/"g"), str(port)],
-                            timeout=60) as s:
+                            timeout=60, log_path=tmp_path/"server.log") as s:
                 os.write(w, f"{s.proc.pid}\n".encode())
                 time.sleep(120)
         finally: os._exit(0)
@@ -102,7 +103,7 @@ def test_server_owner_killed_during_with_leaves_no_process(tmp_path):
 def test_server_leader_exits_early_its_group_is_killed(tmp_path):
     "When the leader exited early, stop() returned without killing its process group: a grandchild lived on."
     srv = VLLMServer("x", port=free_port(), cmd=[sys.executable, "-c", GRANDCHILD + "sys.exit(3)", str(tmp_path/"g")],
-                     timeout=30)
+                     timeout=30, log_path=tmp_path/"server.log")
     with pytest.raises(RuntimeError, match="exited with code 3"): srv.start()
     assert gone(int(read_when_written(tmp_path/"g")), within=1)
 

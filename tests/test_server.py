@@ -34,8 +34,9 @@ def buf(path):
 
 
 @pytest.fixture(scope="module")
-def server(path):
-    srv = VLLMServer(path, dtype="float32", max_model_len=512, timeout=300)
+def server(path, tmp_path_factory):
+    srv = VLLMServer(path, dtype="float32", max_model_len=512, timeout=300,
+                     log_path=tmp_path_factory.mktemp("server") / "server.log")   # a test kills it: the log stays
     with srv:
         print(f"server healthy after {srv.start_seconds} s")
         yield srv
@@ -71,7 +72,7 @@ def test_a_server_that_never_becomes_healthy_is_stopped_and_the_error_names_its_
 OWNER = r'''
 import sys, threading, time
 from mathworklog.server import VLLMServer
-srv = VLLMServer(sys.argv[1], dtype="float32", timeout=300)
+srv = VLLMServer(sys.argv[1], dtype="float32", timeout=300, log_path=sys.argv[2])
 def report():
     while len(srv.pids()) < 3: time.sleep(0.2)         # the API server and its engine core, at least
     print("PIDS", *srv.pids(), flush=True)
@@ -84,7 +85,8 @@ time.sleep(600)
 def test_the_owner_sigkilled_leaves_no_server(path, tmp_path):
     "The process that owns the server is killed outright while the server starts: the whole server goes with it."
     (tmp_path / "owner.py").write_text(OWNER)
-    owner = subprocess.Popen([sys.executable, str(tmp_path / "owner.py"), path], stdout=subprocess.PIPE, text=True)
+    owner = subprocess.Popen([sys.executable, str(tmp_path / "owner.py"), path, str(tmp_path / "server.log")],
+                             stdout=subprocess.PIPE, text=True)
     try:
         line = owner.stdout.readline()
         assert line.startswith("PIDS"), line
@@ -115,7 +117,7 @@ def interrupted(self):                       # Ctrl-C lands once TRL's first syn
         yield item
 VLLMGeneration._iter_named_params = interrupted
 try:
-    with VLLMServer(path, dtype="float32", timeout=300) as srv, patch_trl_cpu_transport():
+    with VLLMServer(path, dtype="float32", timeout=300, log_path=sys.argv[2]) as srv, patch_trl_cpu_transport():
         print("PIDS", *srv.pids(), flush=True)
         c = VLLMClient(base_url=srv.url, group_port=free_port())
         c.init_communicator("cpu")
@@ -135,8 +137,8 @@ def test_ctrl_c_during_the_first_sync_leaves_nothing(path, tmp_path):
     "Ctrl-C in the middle of TRL's first sync: the interrupt propagates at once, the server and its engine are gone."
     (tmp_path / "ctrl_c.py").write_text(CTRL_C)
     t0 = time.monotonic()
-    out = subprocess.run([sys.executable, str(tmp_path / "ctrl_c.py"), path], capture_output=True, text=True,
-                         timeout=400)
+    out = subprocess.run([sys.executable, str(tmp_path / "ctrl_c.py"), path, str(tmp_path / "server.log")],
+                         capture_output=True, text=True, timeout=400)
     lines = [x for x in out.stdout.splitlines() if x.split(" ")[0] in ("PIDS", "SYNCED", "INTERRUPTED", "CHILDREN")]
     print(lines, f"{time.monotonic() - t0:.1f} s")
     assert out.returncode == 0, out.stderr[-3000:]
