@@ -87,18 +87,21 @@ class _Stop(Exception): pass
 def _stop(*_): raise _Stop()
 
 def watchdog_main(argv):
-    "`owner pgid fd grace`: guard the tree of group `pgid` until the owner closes `fd` or dies, then kill it."
+    """`owner pgid fd grace [scratch]`: guard the tree of group `pgid` until the owner closes `fd` or dies, then kill
+    it; once the tree is gone, remove the folder `scratch`, if given (the child's temporary folder)."""
     owner, pgid, fd, grace = int(argv[0]), int(argv[1]), int(argv[2]), float(argv[3])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _stop)
-    seen = {}
+    seen, guarding = {}, True
     try:
         while track_tree(seen, pgid):
             ready, _, _ = select.select([fd], [], [], 1.0)
             if (ready and not os.read(fd, 4096)) or os.getppid() != owner: break    # EOF: the owner closed it, or died
-        else: return 0                                         # the tree ended by itself: nothing to guard
+        else: guarding = False                                 # the tree ended by itself: nothing to stop
     except _Stop: pass
-    return 0 if kill_tree(seen, pgid, grace) else 1
+    ok = kill_tree(seen, pgid, grace) if guarding else True
+    if len(argv) > 4: shutil.rmtree(argv[4], ignore_errors=True)    # the tree's temporary folder goes with it
+    return 0 if ok else 1
 
 # %% ../nbs/00b_procs.ipynb #dbcec7d0
 def _parent_death_signal(owner: int, sig=signal.SIGKILL):
@@ -120,6 +123,7 @@ class OwnedProcess:
     def __init__(self,
                  cmd: list,              # the command, as for `subprocess.Popen`
                  grace: float = 15.0,    # seconds between TERM and KILL when stopping
+                 scratch: str|None = None,  # a folder removed once the tree is gone, also when the owner dies
                  **popen_kw):            # passed to `subprocess.Popen` (stdout, env, …)
         import importlib.util
         if not (isinstance(grace, (int, float)) and grace >= 0):
@@ -132,7 +136,7 @@ class OwnedProcess:
         r, w = os.pipe()
         try:
             wd = importlib.util.find_spec("mathworklog.procs").origin   # this module, run by path: stdlib imports only
-            args = [wd, str(owner), str(self.pgid), str(r), str(grace)]
+            args = [wd, str(owner), str(self.pgid), str(r), str(grace), *([str(scratch)] if scratch else [])]
             self.watchdog = subprocess.Popen([sys.executable, "-I", "-S", "-c", _RUN_WATCHDOG, *args], pass_fds=(r,),
                                              start_new_session=True, stdin=subprocess.DEVNULL,
                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
