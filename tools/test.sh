@@ -14,9 +14,14 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
   if apt_chromium || { apt-get update -q >/dev/null && apt_chromium; }; then echo "chromium: $(( $(date +%s) - t1 )) s"
   else echo "chromium could not be installed: tests/test_pages.py skips"; fi
 fi
-# the temporary folders this script makes (the tests' runs, the main job's copy and runs: about 200 MB): removed when
-# it passes, kept and named when it fails
+# the temporary folders this script makes (the tests' own, their runs, the main job's copy and runs: about 200 MB):
+# removed when it passes, kept and named when it fails
 scratch=()
+# vLLM leaves the ZMQ sockets of every engine and its vllm_dist_* files in the temporary folder, and chromium its
+# profile (24 sockets, 2 files and 2 folders a run): the tests' temporary folder is one of these, so they go with it.
+# torch's compile cache stays where it was
+export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-${TMPDIR:-/tmp}/torchinductor_$(id -un)}
+scratch+=("$(mktemp -d)"); export TMPDIR=${scratch[-1]}
 if [ -z "${MATHWORKLOG_RUNS:-}" ]; then scratch+=("$(mktemp -d)"); export MATHWORKLOG_RUNS=${scratch[-1]}/runs; fi
 # Everything here shares the cores, and a process on several OpenMP threads (torch's, vLLM's CPU engine's) spin-waits
 # for a thread that is not running. In the main job beside the tests, chapter 05 (two torch threads) took 493 s against
