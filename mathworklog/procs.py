@@ -13,8 +13,8 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['proc_stat', 'live_processes', 'pid_alive', 'group_alive', 'track_tree', 'signal_pids', 'kill_tree', 'watchdog_main',
-           'OwnedProcess', 'free_port', 'VLLMServer', 'send_msg', 'recv_msg', 'die_with_parent', 'launch',
-           'launch_beside', 'launch_main']
+           'OwnedProcess', 'free_port', 'server_log', 'drop_log', 'VLLMServer', 'send_msg', 'recv_msg',
+           'die_with_parent', 'launch', 'launch_beside', 'launch_main']
 
 # %% ../nbs/00b_procs.ipynb #13ce633d
 def proc_stat(pid: int):
@@ -185,6 +185,18 @@ def free_port(host: str = "127.0.0.1",
         except OSError: return None
         return s.getsockname()[1]
 
+# %% ../nbs/00b_procs.ipynb #49f31488
+def server_log(log_path=None) -> tuple:
+    "A server's log and whether it is named here: `log_path`, or a fresh name in the temporary folder (no file yet)."
+    if log_path is not None: return Path(log_path), False
+    return Path(tempfile.gettempdir())/f"vllm-server-{uuid.uuid4().hex[:12]}.log", True
+
+def drop_log(path, named_here: bool,
+             died: bool):   # the server exited by itself before it was stopped
+    """After a stop: remove a log named here, unless it may explain a failure (the server died, or an exception is on
+    its way out while this runs); the errors name that log."""
+    if named_here and not died and sys.exc_info()[0] is None: Path(path).unlink(missing_ok=True)
+
 # %% ../nbs/00b_procs.ipynb #bac306fe
 class VLLMServer:
     "A `trl vllm-serve` subprocess: health-checked start, and a stop of its whole process tree that nothing escapes."
@@ -201,8 +213,7 @@ class VLLMServer:
         valid_number("timeout", timeout, 0, lo_open=True)
         self.host, self.port, self.timeout = host, port, timeout
         self.proc, self.owned, self._log = None, None, None
-        self.own_log = log_path is None                 # a log named here goes with a clean stop (`stop`)
-        self.log_path = Path(log_path or Path(tempfile.gettempdir())/f"vllm-server-{uuid.uuid4().hex[:12]}.log")
+        self.log_path, self.own_log = server_log(log_path)   # one named here goes with a clean stop (`drop_log`)
         self.cmd = cmd or [shutil.which("trl") or "trl", "vllm-serve", "--model", str(model), "--host", host,
                            "--port", str(port), "--gpu-memory-utilization", str(gpu_memory_utilization)]
         self.env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpus, "NCCL_NVLS_ENABLE": "0"}
@@ -254,7 +265,7 @@ class VLLMServer:
         if self._log is not None:
             self._log.close()
             self._log = None
-        if self.own_log and not died and sys.exc_info()[0] is None: self.log_path.unlink(missing_ok=True)
+        drop_log(self.log_path, self.own_log, died)
 
 # %% ../nbs/00b_procs.ipynb #d1b3a46f
 def send_msg(f, obj):

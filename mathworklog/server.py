@@ -8,11 +8,11 @@ Docs: https://mathworklog.github.io/mathworklog/server.html.md"""
 # %% ../nbs/01j_server.ipynb #ff7e647f
 from __future__ import annotations
 import contextlib, functools, hashlib, inspect, ipaddress, json, os, re, subprocess, sys, tempfile, threading, time
-import urllib.error, urllib.request, uuid
+import urllib.error, urllib.request
 from datetime import timedelta
 from pathlib import Path
 from fastcore.basics import patch
-from .procs import OwnedProcess, free_port, track_tree
+from .procs import OwnedProcess, drop_log, free_port, server_log, track_tree
 from dataclasses import dataclass
 from .settings import Settings, valid_int, valid_number
 from .transport import GLOO, direct_opener, http_json, is_loopback, plugin_installed
@@ -66,8 +66,7 @@ class VLLMServer:
         self.max_model_len, self.backend = st.max_model_len, st.backend or ("nccl" if gpu else GLOO)
         self.threads = st.threads or int(os.environ.get("MATHWORKLOG_CPU_THREADS", "1"))
         self.args, self.proc, self.owned, self._log, self.start_seconds = tuple(st.args), None, None, None, None
-        self.own_log = log_path is None                 # a log named here goes with a clean stop (`stop`)
-        self.log_path = Path(log_path or Path(tempfile.gettempdir())/f"vllm-server-{uuid.uuid4().hex[:12]}.log")
+        self.log_path, self.own_log = server_log(log_path)   # one named here goes with a clean stop (`drop_log`)
 
     def __enter__(self): return self.start()
     def __exit__(self, *exc): self.stop()
@@ -183,7 +182,7 @@ def stop(self: VLLMServer) -> bool:
     if self._log is not None:
         self._log.close()
         self._log = None
-    if self.own_log and not died and sys.exc_info()[0] is None: self.log_path.unlink(missing_ok=True)
+    drop_log(self.log_path, self.own_log, died)
     return gone
 
 # %% ../nbs/01j_server.ipynb #11051607
