@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 import pandas as pd
 from .settings import CHAPTERS, get_preset, ran_on
-from .runs import Run, find_runs, read_metrics, step_metrics
+from .runs import Run, find_runs, step_metrics
 from .worklog import WORKLOG_FIGURES, worklog_figure
 from .findings import Finding, findings_frame, handover_finding, lesson_window, paired_finding, trend_finding
 from .evaluate import HELDOUT
