@@ -360,6 +360,7 @@ class VLLMGenerator:
 @patch
 def generate(self: VLLMGenerator, prompts, n=1, temperature=0.0, max_new_tokens=256, seed=None) -> Generation:
     "`n` completions per prompt; with `request_seeds`, prompt i from a generator seeded `seed + i`."
+    if not len(prompts): return Generation([], 0, 0.0)     # as HF's path answers (vLLM: an IndexError)
     from vllm import SamplingParams
     stops = stop_ids(self.tok)
     ids = self.tok(list(prompts), add_special_tokens=False)["input_ids"]
