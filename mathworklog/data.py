@@ -7,7 +7,7 @@ Docs: https://mathworklog.github.io/mathworklog/data.html.md"""
 
 # %% ../nbs/01_data.ipynb #f2e9df17
 from __future__ import annotations
-import json, os, re
+import json, math, numbers, os, re
 from decimal import Decimal
 from pathlib import Path
 from .settings import (MissingResourceError, UnusableInputError, env_flag, fault, get_preset, hub_reachable,
@@ -58,7 +58,9 @@ def _value(m: str) -> Decimal:
 def parse_number(s) -> Decimal|None:
     "A number from text like '$1,080.00' or '-3' (one `NUM_RE` number, then maybe a period); None otherwise."
     if isinstance(s, Decimal): return s if s.is_finite() else None
-    if isinstance(s, (int, float)) and not isinstance(s, bool): s = repr(s)
+    if isinstance(s, numbers.Integral) and not isinstance(s, bool): return Decimal(int(s))   # numpy's ints too
+    if isinstance(s, numbers.Real) and not isinstance(s, bool):                        # and its floats, 1e20
+        return Decimal(repr(float(s))) if math.isfinite(s) else None
     if not isinstance(s, str): return None
     t = s.strip().rstrip(".")
     return _value(t) if NUM_RE.fullmatch(t) else None
@@ -293,25 +295,32 @@ def _missing_columns(name: str, missing: list) -> str:
 
 # %% ../nbs/01_data.ipynb #0d67e26a
 def _listed(v, n: int, nested: bool = False) -> list:
-    "A column as one value per completion: a list as it is, a single value repeated."
-    is_list = isinstance(v, (list, tuple)) and (not nested or not v or isinstance(v[0], (list, tuple, type(None))))
-    return list(v) if is_list else [v] * n
+    "A column as one value per completion: a list (a numpy array, a Series) as it is, a single value repeated."
+    if getattr(v, "ndim", 0) >= 1 and hasattr(v, "tolist"): v = v.tolist()
+    row = lambda x: x is None or isinstance(x, (list, tuple)) or getattr(x, "ndim", 0) >= 1   # a parquet row: an array
+    column = isinstance(v, (list, tuple)) and (not nested or (row(v[0]) if v else not n))
+    return list(v) if column else [v] * n
 
 # %% ../nbs/01_data.ipynb #a82c331b
 def per_completion(score=None, *, needs: tuple = ()):
     """Turn `score(text, answer, steps) -> float` into a TRL reward function: no completion makes it raise; a missing
-    `needs` column does."""
+    `needs` column does, and so do columns of another length than the completions."""
     if score is None: return lambda s: per_completion(s, needs=needs)
     def reward(prompts=None, completions=None, **columns) -> list[float]:
         if missing := [c for c in needs if c not in columns]:
             raise MissingColumnError(_missing_columns(score.__name__, missing))
-        completions = list(completions or [])
+        if isinstance(completions, (str, bytes)):
+            raise TypeError(f"{score.__name__}: `completions` is one string; a reward takes a list of completions")
+        completions = [] if completions is None else list(completions)
         answers = _listed(columns.get("answer"), len(completions))
         stepss = _listed(columns.get("steps"), len(completions), nested=True)
+        for col, vals in (("answer", answers), ("steps", stepss)):
+            if len(vals) != len(completions):
+                raise ValueError(f"{score.__name__}: {len(completions)} completions and {len(vals)} values of column "
+                                 f"{col!r}: one a completion, as TRL passes a dataset's columns")
         out = []
         for i, c in enumerate(completions):
-            try: out.append(float(score(completion_text(c), answers[i] if i < len(answers) else None,
-                                        list((stepss[i] if i < len(stepss) else None) or []))))
+            try: out.append(float(score(completion_text(c), answers[i], [] if stepss[i] is None else list(stepss[i]))))
             except Exception: out.append(0.0)
         return out
     reward.__name__, reward.__doc__ = score.__name__, score.__doc__

@@ -102,9 +102,16 @@ def eval_scores(run, name: str = HELDOUT, criterion: str = "exact") -> dict:
     valid_choice("criterion", criterion, CRITERIA)
     p = Path(run.path if hasattr(run, "path") else run)/"eval"/f"{name}.jsonl"
     if not p.exists(): raise FileNotFoundError(f"{p} is missing: the run has no evaluation named {name!r}")
+    from mathworklog.settings import UnusableInputError, fault
     df = pd.read_json(p, lines=True)
+    bad = lambda problem: fault(UnusableInputError, str(p), problem, "one graded answer a line, as `evaluate_model` "
+                                "saves them", "Evaluate the run again.")
+    if missing := [c for c in ("idx", criterion) if c not in df.columns]: raise bad(f"has no column {missing}")
+    if df.idx.isna().any() or not df[criterion].isin([0, 1]).all():        # NaN and null would count as right
+        raise bad(f"has {int((df.idx.isna() | ~df[criterion].isin([0, 1])).sum())} answers without a question or "
+                  f"a 0/1 {criterion!r}")
     if df.idx.duplicated().any(): raise ValueError(f"{p} holds several samples per question: pair greedy evaluations")
-    return {int(i): int(bool(v)) for i, v in zip(df.idx, df[criterion])}
+    return {int(i): int(v) for i, v in zip(df.idx, df[criterion])}
 
 # %% ../nbs/02_baseline.ipynb #a933e5ff
 def criteria_frame(table: dict) -> pd.DataFrame:

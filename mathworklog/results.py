@@ -16,7 +16,7 @@ from .settings import CHAPTERS, get_preset, ran_on
 from .runs import Run, find_runs, step_metrics
 from .worklog import WORKLOG_FIGURES, worklog_figure
 from .findings import Finding, findings_frame, handover_finding, lesson_window, paired_finding, trend_finding
-from .evaluate import HELDOUT
+from .evaluate import HELDOUT, eval_scores
 
 # %% auto #0
 __all__ = ['ROWS', 'LESSONS', 'UNPATCHED', 'SERIES_UNITS', 'Row', 'current_worklog_run', 'labelled', 'heldout_scores',
@@ -64,10 +64,7 @@ def labelled(label: str, preset: str, worklog_run: str|None, root=None) -> Run|N
 # %% ../nbs/10_results.ipynb #b5f60718
 def heldout_scores(run: Run) -> dict:
     "Question → 1 for an exact answer, 0 otherwise, from the run's held-out greedy evaluation (`HELDOUT`)."
-    p = run.path/"eval"/f"{HELDOUT}.jsonl"
-    if not p.exists(): return {}
-    df = pd.read_json(p, lines=True)
-    return {int(i): int(bool(e)) for i, e in zip(df["idx"], df["exact"])}
+    return eval_scores(run) if (run.path/"eval"/f"{HELDOUT}.jsonl").exists() else {}
 
 # %% ../nbs/10_results.ipynb #b8293041
 def staircase(preset: str = "tiny", worklog_run: str|None = None, root=None, rows=ROWS) -> pd.DataFrame:
