@@ -254,6 +254,7 @@ def load_gsm8k(split: str = "train", source: str|None = None, n: int|None = None
                allow_bundled: bool|None = None) -> list[dict]:
     "Rows `{question, answer}` of `split`: a preset's world, or GSM8K from a local folder, the hub or the bundled ones."
     if split not in ("train", "test"): raise ValueError(f"split must be 'train' or 'test', not {split!r}")
+    if n is not None: valid_int("n", n, 1)     # 0 gave the whole split, -1 all but the last question
     src = require_gsm8k(preset, source, allow_bundled) if preset is not None else gsm8k_source(source)
     if src == "world": return world_problems(split, n or GSM8K_SIZES[split], **get_preset(preset).world)
     rows = _rows_from(src, split)

@@ -175,7 +175,13 @@ def valid_engine(name: str, value: str, use: str = "generate") -> str:
 @dataclass
 class Settings:
     "Base of the chapters' settings dataclasses: `of` to update by name, `validate` in `__post_init__`."
-    def __post_init__(self): self.validate()
+    def __post_init__(self):
+        for f in fields(self):                # a switch must be a bool: 'no' or 'false' (papermill's text) would be on
+            t = str(f.type).replace(" ", "")
+            if t in ("bool", "bool|None"):
+                ok = lambda v: type(v).__name__ in ("bool", "bool_") or (v is None and t != "bool")
+                valid(f.name, getattr(self, f.name), ok, "True or False" + (" (or None)" if t != "bool" else ""))
+        self.validate()
     def validate(self):
         "Check every field (subclasses say how); raise a ValueError that names the field."
 

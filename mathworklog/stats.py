@@ -40,6 +40,7 @@ def paired_bootstrap(a, b, n_boot: int = 10_000, seed: int = 0, level: float = 0
 def mcnemar(a, b) -> dict:
     "McNemar's exact test: the questions only `a` got right against those only `b` got right, two-sided p-value."
     a, b = np.asarray(a, bool), np.asarray(b, bool)
+    if a.shape != b.shape: raise ValueError(f"{a.shape} and {b.shape} scores: a paired test takes the same questions")
     n10, n01 = int((a & ~b).sum()), int((~a & b).sum())
     k, n = min(n10, n01), n10 + n01
     p = 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
