@@ -163,13 +163,14 @@ ADVERSARIAL = {"<SOLUTION>*N": "<SOLUTION>" * (MB // 10), "<start_working_out>*N
 
 def test_rewards_linear_time_on_1mb():
     """1 MB of '<SOLUTION>' did not finish in 300 s (quadratic regex); '<start_working_out>' repeated hit step_check the
-    same way."""
+    same way. Measured in this thread's CPU time: on wall-clock time, two test runs on two cores failed it (1.02 s
+    of wall time for 0.03 s of CPU)."""
     worst = {}
     for name, text in ADVERSARIAL.items():
         for f in REWARD_FUNCS:
-            t0 = time.perf_counter()
+            t0 = time.thread_time()   # this thread's CPU: a busy machine does not count, a quadratic regex does
             f(completions=[text], answer=["1000"], steps=[["24", "1"]])
-            worst[(name, f.__name__)] = time.perf_counter() - t0
+            worst[(name, f.__name__)] = time.thread_time() - t0
     slowest = max(worst, key=worst.get)
     assert worst[slowest] < 1.0, (slowest, worst[slowest])
 
