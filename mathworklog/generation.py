@@ -19,7 +19,7 @@ from .models import load_model
 __all__ = ['GROUPED_DECODE', 'GROUPED_DECODE_MM', 'CPU_VLLM_ENV', 'CPU_GENERATE_ENGINE', 'CPU_ROLLOUT_ENGINE', 'Generation',
            'Generator', 'stop_ids', 'token_logprobs', 'HFGenerator', 'grouped_decode_sdpa', 'grouped_decode_matmul',
            'register_grouped_decode', 'grouped_decoding', 'StaticCaches', 'cache_kwarg', 'fast_config', 'fast_generate',
-           'setting', 'decode_unsupported', 'gumbel_pick', 'decode_group', 'fast_decode', 'vllm_available', 'allow_amx',
+           'setting', 'decode_unsupported', 'gumbel_pick', 'decode_group', 'fast_decode', 'vllm_available',
            'cpu_vllm_env', 'context_length', 'VLLMGenerator', 'release_vllm', 'fd_to_file', 'start_llm', 'dtype_view',
            'choose_engine']
 
@@ -297,16 +297,6 @@ def vllm_available() -> bool:
     import importlib.util
     return importlib.util.find_spec("vllm") is not None
 
-# %% ../nbs/01a_generation.ipynb #386d5b68
-def allow_amx() -> bool:
-    """Ask Linux for this process's use of the CPU's AMX tiles, as torch does before its own AMX kernels (vLLM's CPU
-    kernels use them without asking, and a process that has not asked dies with SIGILL); True when granted."""
-    import torch
-    init = getattr(getattr(torch._C, "_cpu", None), "_init_amx", None)
-    if init is None: return False          # a torch without the call: nothing to ask with
-    try: return bool(init())
-    except Exception: return False
-
 # %% ../nbs/01a_generation.ipynb #1a47e193
 CPU_VLLM_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # the engine core in this process: nothing else to start or stop
                 "VLLM_CPU_KVCACHE_SPACE": "1",          # a fixed 1 GiB KV cache: no memory profiling at start
@@ -314,9 +304,10 @@ CPU_VLLM_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # the engine core in thi
 
 def cpu_vllm_env():
     "Without a GPU, start vLLM's CPU backend in this process with a fixed KV cache (only where not set already)."
+    from mathworklog.procs import allow_amx
     if on_gpu(): return
     for k, v in CPU_VLLM_ENV.items(): os.environ.setdefault(k, v)
-    allow_amx()
+    allow_amx()                               # vLLM's bf16 kernels use the AMX tiles without asking (`procs.allow_amx`)
 
 # %% ../nbs/01a_generation.ipynb #1af51de2
 def context_length(model_path, want: int|None = None) -> int|None:

@@ -14,7 +14,7 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['proc_stat', 'live_processes', 'pid_alive', 'group_alive', 'track_tree', 'signal_pids', 'kill_tree', 'watchdog_main',
            'OwnedProcess', 'free_port', 'server_log', 'drop_log', 'VLLMServer', 'send_msg', 'recv_msg',
-           'die_with_parent', 'launch', 'launch_beside', 'launch_main']
+           'die_with_parent', 'allow_amx', 'launch', 'launch_beside', 'launch_main']
 
 # %% ../nbs/00b_procs.ipynb #13ce633d
 def proc_stat(pid: int):
@@ -294,6 +294,16 @@ def die_with_parent(parent: int|None = None):
             if os.getppid() != parent: os._exit(1)
             time.sleep(1)
     threading.Thread(target=watch, daemon=True, name="die-with-parent").start()
+
+# %% ../nbs/00b_procs.ipynb #386d5b68
+def allow_amx() -> bool:
+    """Ask Linux for this process's use of the CPU's AMX tiles, as torch does before its own AMX kernels (vLLM's CPU
+    kernels use them without asking, and a process that has not asked dies with SIGILL); True when granted."""
+    import torch
+    init = getattr(getattr(torch._C, "_cpu", None), "_init_amx", None)
+    if init is None: return False          # a torch without the call: nothing to ask with
+    try: return bool(init())
+    except Exception: return False
 
 # %% ../nbs/00b_procs.ipynb #a0d0640f
 def _import_fn(spec: str):

@@ -12,7 +12,7 @@ import urllib.error, urllib.request
 from datetime import timedelta
 from pathlib import Path
 from fastcore.basics import patch
-from .procs import OwnedProcess, die_with_parent, free_port, track_tree
+from .procs import OwnedProcess, allow_amx, die_with_parent, free_port, track_tree
 from .settings import valid_int, valid_number
 
 # %% auto #0
@@ -146,9 +146,8 @@ def vllm_plugin():
     """vLLM's `vllm.general_plugins` entry point, run in every process vLLM starts: register the `gloo` weight-transfer
     engine (once per process), have a process multiprocessing started (vLLM's engine core, its workers) exit with
     the process that started it, and ask for the CPU's AMX tiles before vLLM's CPU kernels use them
-    (`generation.allow_amx`)."""
+    (`procs.allow_amx`)."""
     import multiprocessing as mp
-    from mathworklog.generation import allow_amx
     allow_amx()
     if (p := mp.parent_process()) is not None: die_with_parent(p.pid)
     try: from vllm.distributed.weight_transfer.factory import WeightTransferEngineFactory

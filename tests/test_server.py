@@ -244,7 +244,7 @@ def test_the_server_killed_mid_sync_gives_a_clear_error_naming_it(server, path):
 
 def test_a_bf16_server_answers_a_one_token_first_request(path, tmp_path):
     """vLLM's own server in bf16, its first request one token long: answered. Without the package's plugin asking for
-    the CPU's AMX tiles in the engine's process (`generation.allow_amx`), the engine died with SIGILL on AMX CPUs and
+    the CPU's AMX tiles in the engine's process (`procs.allow_amx`), the engine died with SIGILL on AMX CPUs and
     every request after it got a 500 from a server still up."""
     import json, urllib.request
     with VLLMServer(path, dtype="bfloat16", max_model_len=512, timeout=300, log_path=tmp_path / "server.log") as s:
