@@ -107,9 +107,8 @@ def eval_scores(run, name: str = HELDOUT, criterion: str = "exact") -> dict:
     bad = lambda problem: fault(UnusableInputError, str(p), problem, "one graded answer a line, as `evaluate_model` "
                                 "saves them", "Evaluate the run again.")
     if missing := [c for c in ("idx", criterion) if c not in df.columns]: raise bad(f"has no column {missing}")
-    if df.idx.isna().any() or not df[criterion].isin([0, 1]).all():        # NaN and null would count as right
-        raise bad(f"has {int((df.idx.isna() | ~df[criterion].isin([0, 1])).sum())} answers without a question or "
-                  f"a 0/1 {criterion!r}")
+    if (odd := int((df.idx.isna() | ~df[criterion].isin([0, 1])).sum())):   # NaN and null would count as right
+        raise bad(f"has {odd} answers without a question or a 0/1 {criterion!r}")
     if df.idx.duplicated().any(): raise ValueError(f"{p} holds several samples per question: pair greedy evaluations")
     return {int(i): int(v) for i, v in zip(df.idx, df[criterion])}
 
