@@ -10,9 +10,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 import pandas as pd
-from .data import (answer_value, first_number, format_number, grade, lenient_answers, parse_number,
-                              render_prompt, solution_text, strict_answer, TAGS)
+from .data import (answer_value, completion_text, first_number, format_number, grade, lenient_answers,
+                              parse_number, render_prompt, solution_text, strict_answer, TAGS)
 from .files import atomic_path
+from .settings import need_columns
 
 # %% auto #0
 __all__ = ['CRITERIA', 'CRITERIA_NAMES', 'SAMPLING', 'HELDOUT', 'MISPLACED', 'score_records', 'summarize', 'evaluate_model',
@@ -32,7 +33,7 @@ def score_records(records: list[dict], texts: list[list[str]]) -> pd.DataFrame:
     rows = []
     for r, ts in zip(records, texts):
         for j, t in enumerate(ts):
-            s = strict_answer(t)
+            s = strict_answer(t := completion_text(t))          # a string, or TRL's messages
             rows.append(dict(idx=r["idx"], question=r["question"], answer=r["answer"], sample=j, completion=t,
                              strict_answer=None if s is None else format_number(s),
                              lenient_answers=[format_number(a) for a in lenient_answers(t)], **grade(t, r["answer"]),
@@ -43,6 +44,7 @@ def score_records(records: list[dict], texts: list[list[str]]) -> pd.DataFrame:
 def summarize(df: pd.DataFrame) -> dict:
     "The four criteria (mean@n) and pass@n, the share with a `<SOLUTION>` block, questions and samples per question."
     if df.empty: return {c: 0.0 for c in CRITERIA} | {"n_questions": 0, "n": 0}
+    need_columns(df, ["idx", *CRITERIA], "summarize", "`score_records`")
     per_q = df.groupby("idx")[list(CRITERIA)]
     out = {c: float(df[c].mean()) for c in CRITERIA}
     out |= {f"pass@n_{c}": float(per_q.max()[c].mean()) for c in CRITERIA}
@@ -131,7 +133,7 @@ MISPLACED = ("on a #### line, no <SOLUTION> block", "<SOLUTION> holds a calculat
 # %% ../nbs/02_baseline.ipynb #213cadfc
 def misplaced(text: str, answer) -> str|None:
     "Where the right number stands in an answer that the lenient check passes and the strict one fails (`MISPLACED`)."
-    g = grade(text, answer)
+    g = grade(text := completion_text(text), answer)            # a string, or TRL's messages
     if not g["lenient"] or g["strict"]: return None
     s = solution_text(text)
     if s is not None: return MISPLACED[1] if parse_number(s) is None else MISPLACED[2]
@@ -143,6 +145,7 @@ def misplaced(text: str, answer) -> str|None:
 # %% ../nbs/02_baseline.ipynb #670312c1
 def misplaced_table(df: pd.DataFrame) -> pd.DataFrame:
     "Right-but-misplaced answers of a `score_records` table by kind: count, share of them, and the first example."
+    need_columns(df, ["completion", "answer"], "misplaced_table", "`score_records`")
     kinds = [misplaced(t, a) for t, a in zip(df.completion, df.answer)]
     d = df.assign(kind=kinds).dropna(subset=["kind"])
     rows = [dict(where=k, answers=int((d.kind == k).sum()), share=float((d.kind == k).mean()) if len(d) else 0.0,

@@ -86,6 +86,9 @@ def trend_finding(key: str, chapter: str, claim: str,
                   what: str = "",             # the series' name, for the sentence
                   worklog_keys: tuple = ()) -> Finding:
     "A lesson about one run's series (entropy falls, the zero-signal share rises): last window against first."
+    if (k := sum(x is not None and math.isfinite(x) for x in series)) < 2 * n:   # too short to read
+        return Finding(key, chapter, claim, "—", "not run", f"{what or 'the series'} has {k} finite steps, fewer "
+                       f"than the {2 * n} its first and last {n} need", worklog_keys)
     t = window_diff(series, n)
     holds = t["ci_high"] < 0 if direction == "<" else t["ci_low"] > 0
     side = "below" if direction == "<" else "above"

@@ -8,10 +8,11 @@ Docs: https://mathworklog.github.io/mathworklog/results.html.md"""
 
 # %% ../nbs/10_results.ipynb #95372e94
 from __future__ import annotations
-import json, os
+import json, os, warnings
 from dataclasses import dataclass
 from pathlib import Path
 import pandas as pd
+from .files import runs_root
 from .settings import CHAPTERS, get_preset, ran_on
 from .runs import Run, find_runs, step_metrics
 from .worklog import WORKLOG_FIGURES, worklog_figure
@@ -50,9 +51,18 @@ ROWS = (
 
 # %% ../nbs/10_results.ipynb #b4e5f607
 def current_worklog_run(preset: str = "tiny", root=None) -> str|None:
-    "The whole-worklog run whose runs the results read: this process's, else the preset's newest finished one."
-    if os.environ.get("MATHWORKLOG_WORKLOG_RUN"): return os.environ["MATHWORKLOG_WORKLOG_RUN"]
+    """The whole-worklog run whose runs the results read: this process's, else the preset's newest finished one. A
+    path that leads nowhere (a typo in `$MATHWORKLOG_RUNS` or the run id) warns: every row would read 'not run'."""
+    where, wl = Path(root) if root is not None else runs_root(), os.environ.get("MATHWORKLOG_WORKLOG_RUN")
+    named = "root" if root is not None else "$MATHWORKLOG_RUNS" if os.environ.get("MATHWORKLOG_RUNS") else "the folder"
+    if wl and not (where/wl).is_dir():
+        warnings.warn(f"$MATHWORKLOG_WORKLOG_RUN={wl} is not a run under {where}, so every row reads 'not run': "
+                      f"check it and {named}", stacklevel=2)
+    if wl: return wl
     done = find_runs("worklog", get_preset(preset).name, root, status="done")
+    if not done and not where.is_dir():
+        warnings.warn(f"{where} is not a folder, so no worklog run is read there and every row reads 'not run': "
+                      f"check {named}, or run the worklog first", stacklevel=2)
     return done[-1].id if done else None
 
 def labelled(label: str, preset: str, worklog_run: str|None, root=None) -> Run|None:

@@ -14,6 +14,7 @@ import pandas as pd
 from .data import (TAGS, MissingColumnError, answer_value, between, grade, completion_text, distinct_numbers,
                               exact_format, lenient_answers, parse_number, per_completion, render_prompt, solution_text,
                               strict_answer)
+from .settings import need_columns
 
 # %% auto #0
 __all__ = ['REWARD_FUNCS', 'REWARD_WEIGHTS', 'REWARD_MAX', 'MAX_TOTAL', 'ROLLOUT_SHARES', 'correctness_check', 'format_check',
@@ -122,6 +123,7 @@ def group_table(rollouts: pd.DataFrame, correct: str = "correctness_check", spre
     `spread` (`correct` when the table has no such column) and of step_check, and whether it carries `signal`."""
     cols = ["step", "group", "prompt", "G", "correct", "reward_spread", "step_check_spread", "signal"]
     if rollouts.empty: return pd.DataFrame(columns=cols)
+    need_columns(rollouts, ["step", "group", "prompt", correct], "group_table", "`sample_rollouts` and `add_rewards`")
     spread = spread if spread in rollouts else correct
     r = rollouts.assign(is_correct=rollouts[correct] >= 1,
                         step_score=rollouts["step_check"] if "step_check" in rollouts else 0.0)
@@ -244,6 +246,7 @@ def sample_rollouts(generator, tokenizer,
 # %% ../nbs/03_rewards.ipynb #d997b335
 def add_rewards(rollouts: pd.DataFrame, funcs, weights: dict|None = None) -> pd.DataFrame:
     "The rollout table with a column per reward in `funcs` (scored on its `answer` and `steps`); `total` by `weights`."
+    need_columns(rollouts, ["completion", "answer", "steps"], "add_rewards", "`sample_rollouts`")
     cols = {f.__name__: f(completions=list(rollouts.completion), answer=list(rollouts.answer),
                           steps=list(rollouts.steps)) for f in funcs}
     out = rollouts.assign(**cols)

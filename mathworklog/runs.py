@@ -380,8 +380,13 @@ def _weight_files(p: Path) -> list[Path]|str:
     files = [p/n for n in ("adapter_model.safetensors", "model.safetensors") if (p/n).exists()]
     idx = p/"model.safetensors.index.json"
     if not files and idx.exists():
-        try: files = [p/f for f in sorted(set(json.loads(idx.read_text())["weight_map"].values()))]
-        except (ValueError, KeyError) as e: return f"{idx.name} does not parse ({e})"
+        try: m = json.loads(idx.read_text())
+        except ValueError as e: return f"{idx.name} does not parse ({e})"
+        names = m.get("weight_map") if isinstance(m, dict) else None
+        names = set(names.values()) if isinstance(names, dict) else None
+        if not names or any(not isinstance(n, str) or Path(n).name != n for n in names):
+            return f"{idx.name} is not an index (a 'weight_map' from tensor names to file names of this folder)"
+        files = [p/n for n in sorted(names)]
     return files or "no adapter_model.safetensors or model.safetensors"
 
 # %% ../nbs/00c_runs.ipynb #529c4259

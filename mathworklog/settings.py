@@ -8,6 +8,7 @@ Docs: https://mathworklog.github.io/mathworklog/settings.html.md"""
 # %% ../nbs/00_settings.ipynb #df630ed3
 from __future__ import annotations
 import math, numbers, os, random, socket, warnings
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 
 # tqdm, imported by transformers, warns in a Jupyter kernel without ipywidgets; every module imports this one first
@@ -18,9 +19,9 @@ __all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'TINY_WORLD', 'TINY_LIVE', 'SMOKE_LIV
            'CHAPTER_RUNS', 'ENGINES', 'LORA_RANK', 'SWITCH_ON', 'SWITCH_OFF', 'OPTIONAL', 'PRECISIONS', 'WEIGHTS',
            'DTYPE_NAMES', 'Preset', 'get_preset', 'valid', 'valid_int', 'valid_number', 'valid_choice', 'valid_engine',
            'Settings', 'lora_config', 'lora_scaling', 'BoundaryError', 'MissingResourceError', 'UnusableInputError',
-           'MissingDependencyError', 'PatchTargetError', 'fault', 'env_flag', 'env_int', 'dependency_error',
-           'dependency_problem', 'require', 'on_gpu', 'pick_device', 'ran_on', 'precision_flags', 'dtype_name',
-           'torch_dtype', 'seed_everything', 'cpu_threads', 'require_gpu', 'hub_reachable']
+           'MissingDependencyError', 'PatchTargetError', 'fault', 'need_columns', 'env_flag', 'env_int',
+           'dependency_error', 'dependency_problem', 'require', 'on_gpu', 'pick_device', 'ran_on', 'precision_flags',
+           'dtype_name', 'torch_dtype', 'seed_everything', 'cpu_threads', 'require_gpu', 'hub_reachable']
 
 # %% ../nbs/00_settings.ipynb #d36beadd
 @dataclass(frozen=True)
@@ -188,6 +189,9 @@ class Settings:
     @classmethod
     def of(cls, settings=None, **kw):
         "Settings from an instance or a dict, updated by `kw`; an unknown name is an error that lists the known ones."
+        if not (settings is None or isinstance(settings, (cls, Mapping))):
+            raise TypeError(f"{cls.__name__}.of takes a {cls.__name__} or a dict of its fields, not "
+                            f"{type(settings).__name__} {settings!r:.60}")
         base = asdict(settings) if isinstance(settings, cls) else dict(settings or {})
         names = {f.name for f in fields(cls)}
         if bad := sorted((set(base) | set(kw)) - names):
@@ -236,6 +240,18 @@ def fault(cls: type, boundary: str, problem: str, expected: str, fix: str = "") 
     e = cls(f"{boundary} {problem}; expected {expected}." + (f" {fix}" if fix else ""))
     e.boundary, e.expected = boundary, expected
     return e
+
+# %% ../nbs/00_settings.ipynb #260ee15b
+def need_columns(table,                # the table handed in (a DataFrame, or anything with `columns`)
+                 cols,                 # the columns the caller reads
+                 who: str,             # the caller, as the error names it
+                 made_by: str = ""):   # what makes such a table, for the fix
+    "`table` when it has every column of `cols`; otherwise an `UnusableInputError` naming `who` and what is missing."
+    have = list(getattr(table, "columns", []))
+    if missing := [c for c in cols if c not in have]:
+        raise fault(UnusableInputError, f"{who}'s table", f"has no column {missing} (it has {have})",
+                    f"the columns {list(cols)}", f"Make the table with {made_by}." if made_by else "")
+    return table
 
 # %% ../nbs/00_settings.ipynb #0c819051
 SWITCH_ON, SWITCH_OFF = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")

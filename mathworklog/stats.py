@@ -63,6 +63,8 @@ def window_diff(xs, n: int, n_boot: int = 10_000, seed: int = 0, level: float = 
     window resampled on its own: steps, not questions, so nothing to pair)."""
     xs = np.asarray([x for x in xs if x is not None and math.isfinite(x)], float)
     valid_int("n", n, 1)
+    valid_int("n_boot", n_boot, 1)
+    valid_number("level", level, 0, 1, lo_open=True, hi_open=True)
     valid("series", len(xs), lambda k: k >= 2 * n, f"at least 2n = {2 * n} finite values")
     first, last, rng = xs[:n], xs[-n:], np.random.default_rng(seed)
     boot = (rng.choice(last, (n_boot, n)).mean(1) - rng.choice(first, (n_boot, n)).mean(1))
