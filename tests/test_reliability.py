@@ -111,10 +111,11 @@ def test_server_launch_interrupt_kills_the_tree_before_removing_its_tempdir(tmp_
     "launch()'s `accelerate launch` survived an interrupt, and its temp dir was deleted under the running workers."
     import mathworklog
     pp = os.pathsep.join([str(HERE), str(Path(mathworklog.__file__).parent.parent), os.environ.get("PYTHONPATH", "")])
-    def interrupter():
-        read_when_written(tmp_path/"pid.json", 120)
-        time.sleep(0.3)
-        os.kill(os.getpid(), signal.SIGINT)                     # what a notebook's "interrupt kernel" sends
+    def interrupter():                  # waits for the workers to start: two torch imports, slow on a loaded machine
+        try: read_when_written(tmp_path/"pid.json", 600)
+        finally:                                                # never started: interrupt anyway, and fail below
+            time.sleep(0.3)
+            os.kill(os.getpid(), signal.SIGINT)                 # what a notebook's "interrupt kernel" sends
     threading.Thread(target=interrupter, daemon=True).start()
     # Ctrl-C raises here, whatever an earlier test installed
     old = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -122,6 +123,7 @@ def test_server_launch_interrupt_kills_the_tree_before_removing_its_tempdir(tmp_
         with pytest.raises(KeyboardInterrupt), contextlib.redirect_stdout(io.StringIO()):
             launch("launch_worker:wait", dict(out=str(tmp_path)), num_processes=2, env={"PYTHONPATH": pp}, grace=10)
     finally: signal.signal(signal.SIGINT, old)
+    assert (tmp_path/"pid.json").exists(), "the workers did not start within 600 s"
     w = json.loads((tmp_path/"pid.json").read_text())
     assert gone(w["pid"], w["ppid"], w["helper"], within=1)    # worker, accelerate, and the helper in its own session
     assert json.loads((tmp_path/"term.json").read_text())["args_exists"]   # the worker was stopped before its args went
