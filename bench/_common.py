@@ -5,7 +5,7 @@ configuration).
 A worker is a command (usually the script itself with a worker flag) in its own process tree
 (`mathworklog.procs.OwnedProcess`: the tree dies with this process, and `kill` stops all of it, vLLM's engine processes
 included). It talks back through a pipe of its own (its descriptor in $BENCH_WORKER_FD) with
-`mathworklog.generation.send_msg` (length-prefixed pickles, the protocol of `GeneratorPool`'s workers), so that nothing
+`mathworklog.pool.send_msg` (length-prefixed pickles, the protocol of `GeneratorPool`'s workers), so that nothing
 it prints can garble a message; all it prints goes to its log. In the worker: `talk = worker_pipe()`, then
 `tell(talk, kind, payload)`; or `answer(fn, *args)` for a worker with one result."""
 import argparse, json, os, signal, statistics, subprocess, sys, tempfile, threading, time
@@ -87,7 +87,7 @@ def worker_pipe():
 
 def tell(talk, kind: str, payload):
     "Send the parent one `(kind, payload)` message."
-    from mathworklog.procs import send_msg
+    from mathworklog.pool import send_msg
     send_msg(talk, (kind, payload))
 
 
@@ -131,7 +131,7 @@ class Worker:
 
     def _read(self):
         "Collect the worker's messages until its pipe closes."
-        from mathworklog.procs import recv_msg
+        from mathworklog.pool import recv_msg
         while (m := recv_msg(self.pipe)) is not None:
             self.messages.append(m)
 

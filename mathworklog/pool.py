@@ -7,16 +7,16 @@ Docs: https://mathworklog.github.io/mathworklog/pool.html.md"""
 
 # %% ../nbs/01b_pool.ipynb #d4e5f607
 from __future__ import annotations
-import contextlib, os, subprocess, sys, tempfile, time
+import contextlib, os, pickle, subprocess, sys, tempfile, time
 from pathlib import Path
 from fastcore.basics import patch
 from .settings import on_gpu
-from .procs import die_with_parent, recv_msg, send_msg
+from .procs import die_with_parent
 from .models import load_model
 from .generation import Generation, HFGenerator, VLLMGenerator, choose_engine, vllm_available
 
 # %% auto #0
-__all__ = ['make_generator', 'generating', 'GeneratorPool']
+__all__ = ['make_generator', 'generating', 'send_msg', 'recv_msg', 'GeneratorPool']
 
 # %% ../nbs/01b_pool.ipynb #b78e16a2
 def make_generator(model,                   # a loaded HF model, or a path (vLLM and pools need a path)
@@ -44,6 +44,19 @@ def generating(model, tokenizer, backend: str = "auto", batch_size: int = 64, wo
     try: yield gen
     finally:
         if callable(getattr(gen, "close", None)): gen.close()
+
+# %% ../nbs/01b_pool.ipynb #d1b3a46f
+def send_msg(f, obj):
+    "Write one length-prefixed pickled message to a pipe."
+    b = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    f.write(len(b).to_bytes(8, "little") + b)
+    f.flush()
+
+def recv_msg(f):
+    "The next message on a pipe; None when the other end has closed it."
+    head = f.read(8)
+    if len(head) < 8: return None
+    return pickle.loads(f.read(int.from_bytes(head, "little")))
 
 # %% ../nbs/01b_pool.ipynb #a6b9b3ec
 def _pool_worker():

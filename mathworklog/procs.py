@@ -7,14 +7,14 @@ Docs: https://mathworklog.github.io/mathworklog/procs.html.md"""
 
 # %% ../nbs/00b_procs.ipynb #abd3c374
 from __future__ import annotations
-import contextlib, ctypes, json, os, pickle, select, shutil, signal, socket, subprocess, sys, tempfile
+import atexit, contextlib, ctypes, json, os, select, shutil, signal, socket, subprocess, sys, tempfile
 import threading, time, uuid, warnings
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['proc_stat', 'live_processes', 'pid_alive', 'group_alive', 'track_tree', 'signal_pids', 'kill_tree', 'watchdog_main',
-           'OwnedProcess', 'free_port', 'server_log', 'drop_log', 'VLLMServer', 'send_msg', 'recv_msg',
-           'die_with_parent', 'allow_amx', 'launch', 'launch_beside', 'launch_main']
+__all__ = ['WARM_PRELOAD', 'proc_stat', 'live_processes', 'pid_alive', 'group_alive', 'track_tree', 'signal_pids', 'kill_tree',
+           'watchdog_main', 'OwnedProcess', 'free_port', 'server_log', 'drop_log', 'VLLMServer', 'die_with_parent',
+           'allow_amx', 'zygote_main', 'launch', 'launch_beside', 'launch_main']
 
 # %% ../nbs/00b_procs.ipynb #13ce633d
 def proc_stat(pid: int):
@@ -267,19 +267,6 @@ class VLLMServer:
             self._log = None
         drop_log(self.log_path, self.own_log, died)
 
-# %% ../nbs/00b_procs.ipynb #d1b3a46f
-def send_msg(f, obj):
-    "Write one length-prefixed pickled message to a pipe."
-    b = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    f.write(len(b).to_bytes(8, "little") + b)
-    f.flush()
-
-def recv_msg(f):
-    "The next message on a pipe; None when the other end has closed it."
-    head = f.read(8)
-    if len(head) < 8: return None
-    return pickle.loads(f.read(int.from_bytes(head, "little")))
-
 # %% ../nbs/00b_procs.ipynb #8e9f6ba2
 _WATCHED = set()   # the parents this process already watches
 
@@ -355,6 +342,84 @@ def _launch_dir() -> tuple:
     os.rename(d/".lock.part", d/".lock")                       # only a held lock is ever named .lock
     return d, lock
 
+# %% ../nbs/00b_procs.ipynb #21f78bd5
+_ZYGOTE = "from mathworklog.procs import zygote_main; zygote_main()"   # a warm launcher (`launch`'s `warm`)
+WARM_PRELOAD = ("torch", "transformers", "peft", "datasets", "trl", "vllm", "trl.generation.vllm_generation")
+
+def zygote_main(argv=None):
+    """A warm launcher: import the modules `argv` names, then for each job (a JSON line on stdin: fn, args, result, log,
+    env) fork a child that runs `launch_main`, and answer its exit code on stdout, one line a job."""
+    import importlib
+    for m in sys.argv[1:] if argv is None else argv:
+        with contextlib.suppress(Exception): importlib.import_module(m)   # a module that fails, fails in the job
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)              # a stray print cannot garble the answers
+    for line in sys.stdin:
+        for f in (sys.stdout, sys.stderr): f.flush()
+        if (pid := os.fork()) == 0: _zygote_child(json.loads(line), answers)
+        rc = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        signal_pids(set(track_tree({}, os.getpgrp())) - {os.getpid()}, signal.SIGKILL)   # what the job left running
+        print(rc, file=answers, flush=True)
+
+def _zygote_child(job: dict, answers):
+    """The forked job (in the launcher's process group, which the launcher's watchdog stops): its log and extra
+    environment, fresh random seeds, then `launch_main`; it ends as multiprocessing's children do, exit functions run
+    and no teardown of the modules (2 s here); never returns."""
+    import random, traceback
+    answers.close()
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    out = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    for fd in (1, 2): os.dup2(out, fd)
+    os.environ.update(job["env"])
+    random.seed()                                               # a fresh process draws its own seeds
+    if "numpy" in sys.modules: sys.modules["numpy"].random.seed()
+    code = 1
+    try:
+        launch_main([job["fn"], job["args"], job["result"]])
+        code = 0
+    except SystemExit as e:
+        if isinstance(e.code, str): print(e.code, file=sys.stderr)
+        code = e.code if isinstance(e.code, int) else int(e.code is not None)
+    except BaseException: traceback.print_exc()
+    finally:
+        atexit._run_exitfuncs()
+        for f in (sys.stdout, sys.stderr): f.flush()
+        os._exit(code)
+
+# %% ../nbs/00b_procs.ipynb #dce009ac
+_WARM, _WARM_LOCK = {}, threading.Lock()                        # the environment (JSON) → idle warm launchers
+atexit.register(lambda: [z.kill(1) for zs in list(_WARM.values()) for z in zs])   # a watchdog, if this is killed
+
+def _warm_take(env: dict, mod: str) -> OwnedProcess:
+    "An idle warm launcher started in `env`, one that imported `mod` if any, else a new one; stale ones are stopped."
+    key = json.dumps(sorted(env.items()))
+    with _WARM_LOCK:
+        stale = [z for k in [k for k in _WARM if k != key] for z in _WARM.pop(k)]
+        idle = [z for z in _WARM.get(key, []) if z.poll() is None]
+        z = next((z for z in idle if z.mod == mod), idle[0] if idle else None)
+        _WARM[key] = [x for x in idle if x is not z]
+    for s in stale: s.kill(1)
+    if z is None:
+        z = OwnedProcess([sys.executable, "-c", _ZYGOTE, *WARM_PRELOAD, mod], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        z.mod, z.key = mod, key
+    return z
+
+def _warm_run(fn_spec: str, a: Path, r: Path, log: str, env: dict, extra: dict, grace: float) -> int:
+    "The exit code of `fn_spec` run by a warm launcher started in `env`, the job's own `extra` environment added."
+    z = _warm_take(env, fn_spec.split(":")[0])
+    try:
+        job = dict(fn=fn_spec, args=str(a), result=str(r), log=log, env=extra)
+        z.proc.stdin.write((json.dumps(job) + "\n").encode())
+        z.proc.stdin.flush()
+        if not (line := z.proc.stdout.readline()):
+            raise RuntimeError(f"the warm launcher of {fn_spec} died (exit code {z.proc.wait(5)})")
+    except BaseException:                                       # Ctrl-C, or the launcher died: both trees go
+        if not z.kill(grace): warnings.warn(f"a warm launcher (group {z.pgid}) survived SIGKILL")
+        raise
+    with _WARM_LOCK: _WARM.setdefault(z.key, []).append(z)
+    return int(line)
+
 # %% ../nbs/00b_procs.ipynb #62e53774
 _ALONE = "from mathworklog.procs import launch_main; launch_main()"   # one worker, without accelerate
 
@@ -365,9 +430,10 @@ def launch(fn_spec: str,                  # `module:function`, importable in the
            grace: float = 15.0,           # seconds between TERM and KILL if the launch must be stopped
            apart: bool = False,           # one process: in a child of its own instead of this one
            log: str|None = None,          # the child's output to this file instead of printed as it comes
+           warm: bool|None = None,        # one process with a `log`: forked by a warm launcher (None: without a GPU)
           ) -> dict:
     """Run `module:function(**kwargs)` in-process, in a child process (`apart`), or under `accelerate launch` when more
-    than one process is asked for; its return value."""
+    than one process is asked for; its return value. `$MATHWORKLOG_FRESH_LAUNCH=1` turns the warm launchers off."""
     import torch
     if num_processes is not None and not (isinstance(num_processes, int) and num_processes >= 1):
         raise ValueError(f"num_processes={num_processes!r} is not allowed: num_processes must be an integer ≥ 1.")
@@ -377,6 +443,17 @@ def launch(fn_spec: str,                  # `module:function`, importable in the
     a, r = d/"args.json", d/"result.json"
     a.write_text(json.dumps(kwargs, default=str))
     nvls_off = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+    if warm is None:
+        from mathworklog.settings import env_flag
+        warm = torch.cuda.device_count() == 0 and not env_flag("MATHWORKLOG_FRESH_LAUNCH")
+    if n <= 1 and log and warm:
+        try:
+            rc = _warm_run(fn_spec, a, r, log, {**os.environ, **nvls_off}, env or {}, grace)
+            if rc != 0: raise RuntimeError(f"launch of {fn_spec} failed with exit code {rc} (log: {log})")
+            return json.loads(r.read_text()) if r.exists() else {}
+        finally:                                               # the job is gone: its launcher answered, or was killed
+            shutil.rmtree(d, ignore_errors=True)
+            lock.close()
     cmd = _accelerate_cmd(n, fn_spec, a, r) if n > 1 else [sys.executable, "-c", _ALONE, fn_spec, str(a), str(r)]
     child, out = None, open(log, "ab") if log else subprocess.PIPE
     try:

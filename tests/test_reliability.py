@@ -129,6 +129,46 @@ def test_server_launch_interrupt_kills_the_tree_before_removing_its_tempdir(tmp_
     assert json.loads((tmp_path/"term.json").read_text())["args_exists"]   # the worker was stopped before its args went
     assert not Path(w["args"]).parent.exists()                  # and the temp dir is cleaned up afterwards
 
+def _warm_job(tmp_path) -> dict:
+    "A warm launch's job that starts a grandchild and waits on it: the job's kwargs for `subprocess:call`."
+    return {"args": [sys.executable, "-c", GRANDCHILD + "g.wait()", str(tmp_path/"g")]}
+
+def _chain(pid: int) -> tuple:
+    "(pid, its parent, their parent): the grandchild, the job, the warm launcher."
+    ppid = lambda p: int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return pid, ppid(pid), ppid(ppid(pid))
+
+def test_warm_launch_interrupt_stops_the_job_and_its_launcher(tmp_path):
+    "Ctrl-C during a warm launch: the job, what it started, and the warm launcher that forked it all stop."
+    from mathworklog import procs
+    seen = {}
+    def interrupter():
+        try: seen["chain"] = _chain(int(read_when_written(tmp_path/"g", 300)))
+        finally:
+            time.sleep(0.3)
+            os.kill(os.getpid(), signal.SIGINT)
+    threading.Thread(target=interrupter, daemon=True).start()
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            launch("subprocess:call", _warm_job(tmp_path), apart=True, log=str(tmp_path/"log"), warm=True, grace=5)
+    finally: signal.signal(signal.SIGINT, old)
+    assert "chain" in seen, "the job did not start within 300 s"
+    assert gone(*seen["chain"], within=1)
+    assert seen["chain"][2] not in [z.pid for zs in procs._WARM.values() for z in zs]
+
+def test_warm_launch_owner_killed_stops_the_job_and_its_launcher(tmp_path):
+    "SIGKILL of the notebook that launched: its warm launcher's watchdog stops the launcher, the job and its child."
+    owner = os.fork()                                   # the owner: a copy of this process (no re-import of torch)
+    if owner == 0:
+        try: launch("subprocess:call", _warm_job(tmp_path), apart=True, log=str(tmp_path/"log"), warm=True)
+        finally: os._exit(0)
+    chain = _chain(int(read_when_written(tmp_path/"g", 300)))
+    assert all(pid_alive(p) for p in chain)
+    os.kill(owner, signal.SIGKILL)
+    os.waitpid(owner, 0)
+    assert gone(*chain, within=10)
+
 def test_server_health_check_ignores_proxy(monkeypatch):
     "A proxy variable sent the loopback health check through the proxy: the server never looked healthy."
     monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{free_port()}")
