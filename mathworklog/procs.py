@@ -348,7 +348,7 @@ WARM_PRELOAD = ("torch", "transformers", "peft", "datasets", "trl", "vllm", "trl
 
 def zygote_main(argv=None):
     """A warm launcher: import the modules `argv` names, then for each job (a JSON line on stdin: fn, args, result, log,
-    env) fork a child that runs `launch_main`, and answer its exit code on stdout, one line a job."""
+    cwd, env) fork a child that runs `launch_main`, and answer its exit code on stdout, one line a job."""
     import importlib
     for m in sys.argv[1:] if argv is None else argv:
         with contextlib.suppress(Exception): importlib.import_module(m)   # a module that fails, fails in the job
@@ -370,6 +370,7 @@ def _zygote_child(job: dict, answers):
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     out = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     for fd in (1, 2): os.dup2(out, fd)
+    os.chdir(job["cwd"])                                        # where a fresh process would start: the caller's
     os.environ.update(job["env"])
     random.seed()                                               # a fresh process draws its own seeds
     if "numpy" in sys.modules: sys.modules["numpy"].random.seed()
@@ -409,7 +410,7 @@ def _warm_run(fn_spec: str, a: Path, r: Path, log: str, env: dict, extra: dict, 
     "The exit code of `fn_spec` run by a warm launcher started in `env`, the job's own `extra` environment added."
     z = _warm_take(env, fn_spec.split(":")[0])
     try:
-        job = dict(fn=fn_spec, args=str(a), result=str(r), log=log, env=extra)
+        job = dict(fn=fn_spec, args=str(a), result=str(r), log=log, cwd=os.getcwd(), env=extra)
         z.proc.stdin.write((json.dumps(job) + "\n").encode())
         z.proc.stdin.flush()
         if not (line := z.proc.stdout.readline()):
