@@ -184,6 +184,16 @@ def test_cpu_engines_tiny(tmp_path):
 
 
 @pytest.mark.bench
+@needs_vllm
+def test_warm_launch_tiny(tmp_path):
+    "A one-step row launched fresh and warm in one run: the same result each way, a time for each, and their ratio."
+    w = run_bench("warm_launch", tmp_path, "--steps", 1, "--repeat", 1, "--questions", 8)["warm_launch"]
+    assert w["same_result"] and w["first_warm"]["gave"]["losses"], w
+    assert [len(w["runs"][k]) for k in ("fresh", "warm")] == [1, 1] and w["fresh_over_warm"] > 0, w
+    assert w["shape"] == dict(steps=1, prompts=2, gens=4, heldout=8) and w["device"] == "cpu"
+
+
+@pytest.mark.bench
 def test_learning_start_tiny(tmp_path):
     "The learning start from the tiny preset's student (gpu's and smoke's: tests/test_smoke_preset.py)."
     import subprocess, os
