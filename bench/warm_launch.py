@@ -3,7 +3,7 @@ and from a warm launcher, alternately, in the same run: wall time of each launch
 (start, served and policy exact, step losses), and the ratio fresh / warm. The first warm launch starts its launcher
 (the imports a fresh launch pays each time) and is reported apart. Prints the ratio and saves
 bench/results/warm_launch.json (or $OUT)."""
-import json, os, statistics, tempfile, time
+import json, os, shutil, statistics, tempfile, time
 from pathlib import Path
 from _common import args, preset_model, save
 
@@ -34,10 +34,12 @@ def row(warm: bool) -> dict:
                 losses=[round(m["loss"], 6) for m in steps if "loss" in m])
     return dict(wall_s=round(wall, 2), train_s=res["seconds"], gave=gave)
 
-first_warm = row(True)                                  # the launcher starts: its imports are paid here, once
-runs = {"fresh": [], "warm": []}
-for _ in range(a.repeat):                               # alternated, so that a slow spell of the machine hits both
-    for kind in ("fresh", "warm"): runs[kind].append(row(kind == "warm"))
+try:
+    first_warm = row(True)                              # the launcher starts: its imports are paid here, once
+    runs = {"fresh": [], "warm": []}
+    for _ in range(a.repeat):                           # alternated, so that a slow spell of the machine hits both
+        for kind in ("fresh", "warm"): runs[kind].append(row(kind == "warm"))
+finally: shutil.rmtree(work, ignore_errors=True)        # the rows' run folders
 med = {k: statistics.median(r["wall_s"] for r in v) for k, v in runs.items()}
 gave = [r["gave"] for v in runs.values() for r in v] + [first_warm["gave"]]
 out = dict(shape=dict(steps=a.steps, prompts=2, gens=4, heldout=a.questions), cores=os.cpu_count(),

@@ -41,6 +41,8 @@ BOUNDARIES = [
              "a switch: 1 lets gpu/full use the fallback tokenizer and bundled problems", SWITCH_FAULTS),
     Boundary("$MATHWORKLOG_ALLOW_CPU", "variable", "settings.require_gpu", "a switch: 1 runs a GPU preset on the CPU",
              SWITCH_FAULTS),
+    Boundary("$MATHWORKLOG_FRESH_LAUNCH", "variable", "procs.launch", "a switch: 1 starts each launched job in a "
+             "fresh interpreter, not from a warm launcher", SWITCH_FAULTS),
     Boundary("$MATHWORKLOG_TOKENIZER", "variable", "models.load_tokenizer", "a tokenizer folder (Qwen2.5's)",
              {"missing": E, "a file": E, "empty folder": E, "truncated tokenizer.json": E, "does not load": E}),
     Boundary("$MATHWORKLOG_GSM8K", "variable", "data.gsm8k_source, data.load_gsm8k",
@@ -122,7 +124,8 @@ def _variable_status(name: str) -> str:
     if not (v := os.environ.get(name)): return "unset"
     read = {"MATHWORKLOG_RUNS": files.runs_root, "MATHWORKLOG_CACHE": files.cache_dir,
             "MATHWORKLOG_CPU_THREADS": lambda: env_int(name, 1, 1), "MATHWORKLOG_ALLOW_BUNDLED": lambda: env_flag(name),
-            "MATHWORKLOG_ALLOW_CPU": lambda: env_flag(name), "MATHWORKLOG_MODEL_DIR": models.model_dir_env,
+            "MATHWORKLOG_ALLOW_CPU": lambda: env_flag(name), "MATHWORKLOG_FRESH_LAUNCH": lambda: env_flag(name),
+            "MATHWORKLOG_MODEL_DIR": models.model_dir_env,
             "MATHWORKLOG_TOKENIZER": lambda: models.check_tokenizer_dir(v, f"${name}={v}"),
             "MATHWORKLOG_GSM8K": lambda: [data.load_gsm8k(s, source=v, n=1) for s in ("train", "test")],
             "MATHWORKLOG_WORKLOG": worklog.worklog_path}.get(name)

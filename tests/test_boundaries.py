@@ -122,6 +122,28 @@ def _allow_cpu(tmp, env, case, monkeypatch):
     return raised(lambda: settings.require_gpu("gpu"), UnusableInputError, "$MATHWORKLOG_ALLOW_CPU='2' is not a switch")
 
 
+@fault("$MATHWORKLOG_FRESH_LAUNCH", "empty", "'true'", "other text")
+def _fresh_launch(tmp, env, case, monkeypatch):
+    "Which way `launch` takes, seen without starting a process: the warm launcher and the fresh child stand in."
+    from mathworklog import procs
+    took = []
+    class Fresh:                                          # procs.OwnedProcess, as the fresh path uses it
+        stdout = None
+        def __init__(self, cmd, **kw):
+            took.append("fresh")
+            self.proc = self
+        def wait(self, *a): return 0
+        def kill(self, grace=None): return True
+    monkeypatch.setattr(procs, "OwnedProcess", Fresh)
+    monkeypatch.setattr(procs, "_warm_run", lambda *a: took.append("warm") or 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    env(MATHWORKLOG_FRESH_LAUNCH={"empty": "", "'true'": "true", "other text": "2"}[case])
+    go = lambda: procs.launch("json:dumps", {"obj": 1}, apart=True, log=str(tmp/"log"))
+    if case == "other text": return raised(go, UnusableInputError, "$MATHWORKLOG_FRESH_LAUNCH='2' is not a switch")
+    assert go() == {} and took == ["warm" if case == "empty" else "fresh"], took
+    return "off" if case == "empty" else "on"
+
+
 @fault("$MATHWORKLOG_TOKENIZER", "missing", "a file", "empty folder", "truncated tokenizer.json", "does not load")
 def _tokenizer_var(tmp, env, case):
     t = tmp/"tok"
