@@ -350,10 +350,10 @@ def zygote_main(argv=None):
     """A warm launcher: import the modules `argv` names, then for each job (a JSON line on stdin: fn, args, result, log,
     cwd, env) fork a child that runs `launch_main`, and answer its exit code on stdout, one line a job."""
     import importlib
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)                          # a print cannot garble the answers: it goes to the log of the first job
     for m in sys.argv[1:] if argv is None else argv:
         with contextlib.suppress(Exception): importlib.import_module(m)   # a module that fails, fails in the job
-    answers = os.fdopen(os.dup(1), "w")
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)              # a stray print cannot garble the answers
     for line in sys.stdin:
         for f in (sys.stdout, sys.stderr): f.flush()
         if (pid := os.fork()) == 0: _zygote_child(json.loads(line), answers)
@@ -391,8 +391,8 @@ def _zygote_child(job: dict, answers):
 _WARM, _WARM_LOCK = {}, threading.Lock()                        # the environment (JSON) → idle warm launchers
 atexit.register(lambda: [z.kill(1) for zs in list(_WARM.values()) for z in zs])   # a watchdog, if this is killed
 
-def _warm_take(env: dict, mod: str) -> OwnedProcess:
-    "An idle warm launcher started in `env`, one that imported `mod` if any, else a new one; stale ones are stopped."
+def _warm_take(env: dict, mod: str, log: str) -> OwnedProcess:
+    "An idle launcher started in `env` (that imported `mod`, if any), else a new one, whose imports print to `log`."
     key = json.dumps(sorted(env.items()))
     with _WARM_LOCK:
         stale = [z for k in [k for k in _WARM if k != key] for z in _WARM.pop(k)]
@@ -401,14 +401,15 @@ def _warm_take(env: dict, mod: str) -> OwnedProcess:
         _WARM[key] = [x for x in idle if x is not z]
     for s in stale: s.kill(1)
     if z is None:
-        z = OwnedProcess([sys.executable, "-c", _ZYGOTE, *WARM_PRELOAD, mod], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        with open(log, "ab") as err:
+            z = OwnedProcess([sys.executable, "-c", _ZYGOTE, *WARM_PRELOAD, mod], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=err, env=env)
         z.mod, z.key = mod, key
     return z
 
 def _warm_run(fn_spec: str, a: Path, r: Path, log: str, env: dict, extra: dict, grace: float) -> int:
     "The exit code of `fn_spec` run by a warm launcher started in `env`, the job's own `extra` environment added."
-    z = _warm_take(env, fn_spec.split(":")[0])
+    z = _warm_take(env, fn_spec.split(":")[0], log)
     try:
         job = dict(fn=fn_spec, args=str(a), result=str(r), log=log, cwd=os.getcwd(), env=extra)
         z.proc.stdin.write((json.dumps(job) + "\n").encode())
