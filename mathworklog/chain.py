@@ -71,7 +71,8 @@ def execute_chapter(stem: str, out: Path, preset: str, worklog_run: str|None = N
     if nice and shutil.which("nice"): cmd = ["nice", "-n", str(nice), *cmd]
     t0 = time.perf_counter()
     with open(log, "w") as f, scratch_tmp(f"mwl-{stem[:2]}") as tmp:
-        p = OwnedProcess(cmd, stdout=f, stderr=subprocess.STDOUT, env=env | tmp, scratch=tmp["TMPDIR"])
+        p = OwnedProcess(cmd, stdout=f, stderr=subprocess.STDOUT, env=env | tmp, scratch=tmp["TMPDIR"],
+                         nice=nice)
         try: rc = p.proc.wait()
         finally: p.kill(5)
     if rc: raise RuntimeError(f"chapter {stem} failed (papermill exit code {rc}); its executed notebook is {out} and "

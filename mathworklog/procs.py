@@ -124,6 +124,7 @@ class OwnedProcess:
                  cmd: list,              # the command, as for `subprocess.Popen`
                  grace: float = 15.0,    # seconds between TERM and KILL when stopping
                  scratch: str|None = None,  # a folder removed once the tree is gone, also when the owner dies
+                 nice: int|None = None,  # its session's CPU priority (None: the owner's own `nice`)
                  **popen_kw):            # passed to `subprocess.Popen` (stdout, env, …)
         import importlib.util
         if not (isinstance(grace, (int, float)) and grace >= 0):
@@ -133,6 +134,8 @@ class OwnedProcess:
         pre = _parent_death_signal(owner) if threading.current_thread() is threading.main_thread() else None
         self.proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=pre, **popen_kw)
         self.pid = self.pgid = self.proc.pid                   # its own session: pgid = its pid, remembered for good
+        with contextlib.suppress(OSError):    # Linux weighs a session as a whole (autogroup): nice 0 unless told here
+            Path(f"/proc/{self.pid}/autogroup").write_text(str(os.nice(0) if nice is None else nice))
         r, w = os.pipe()
         try:
             wd = importlib.util.find_spec("mathworklog.procs").origin   # this module, run by path: stdlib imports only
@@ -258,8 +261,7 @@ class VLLMServer:
             raise
 
     def stop(self):
-        """Stop the server's whole process tree (TERM, then KILL after `grace` s), even when its leader exited. A log
-        named here goes with a clean stop and stays after a failure (an exit of its own, an exception on its way)."""
+        "Stop the server's whole tree (TERM, KILL after `grace` s); a log named here stays only after a failure."
         died = self.proc is not None and self.proc.poll() is not None
         if self.owned is not None: self.owned.kill(self.grace)
         if self._log is not None:
@@ -271,8 +273,7 @@ class VLLMServer:
 _WATCHED = set()   # the parents this process already watches
 
 def die_with_parent(parent: int|None = None):
-    """Exit when the process `parent` (default: the one that started this one) is gone (checked every second); one
-    watch per parent, however often it is asked for."""
+    "Exit once the process `parent` (default: this one's) is gone, checked every second; one watch per parent."
     parent = parent or os.getppid()
     if parent in _WATCHED: return
     _WATCHED.add(parent)
@@ -326,9 +327,8 @@ def _accelerate_cmd(n: int, fn_spec: str, args: Path, result: Path) -> list:
 
 # %% ../nbs/00b_procs.ipynb #b6676dcf
 def _launch_dir() -> tuple:
-    """A private folder for one launch's arguments and result, and the file that holds an advisory lock on it for as
-    long as this process keeps it open; first, the folders whose lock nobody holds go: their owner was killed before
-    its `finally` could remove them (SIGTERM, SIGKILL)."""
+    """A private folder for one launch's arguments and result, and the file holding an advisory lock on it while open;
+    first, the folders whose lock nobody holds go: their owner was killed before its `finally` could remove them."""
     import fcntl
     for old in Path(tempfile.gettempdir()).glob("mathworklog-launch-*/.lock"):
         try:
