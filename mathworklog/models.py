@@ -11,7 +11,7 @@ import hashlib, json, os
 from datetime import datetime, timezone
 from pathlib import Path
 from .settings import (MissingResourceError, Preset, UnusableInputError, cpu_threads, env_flag, fault,
-                                  get_preset, hub_reachable, on_gpu, pick_device, require_gpu)
+                                  get_preset, hub_reachable, on_gpu, pick_device, require_gpu, session_nice)
 from .files import cache_dir, cached_dir, clone_root, data_dir, read_text, runs_root
 from .runs import Run, usable_run
 
@@ -46,6 +46,7 @@ def quiet(preset: str | None = None):
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "1")
     cpu_threads()
+    session_nice()                 # a kernel in a session of its own weighs as its nice says
     if preset is None: return
     import torch, mathworklog
     dev = torch.cuda.get_device_name() if on_gpu() else f"CPU ({os.cpu_count()} cores)"

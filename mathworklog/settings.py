@@ -21,7 +21,8 @@ __all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'TINY_WORLD', 'TINY_LIVE', 'SMOKE_LIV
            'Settings', 'lora_config', 'lora_scaling', 'BoundaryError', 'MissingResourceError', 'UnusableInputError',
            'MissingDependencyError', 'PatchTargetError', 'fault', 'need_columns', 'env_flag', 'env_int',
            'dependency_error', 'dependency_problem', 'require', 'on_gpu', 'pick_device', 'ran_on', 'precision_flags',
-           'dtype_name', 'torch_dtype', 'seed_everything', 'cpu_threads', 'require_gpu', 'hub_reachable']
+           'dtype_name', 'torch_dtype', 'seed_everything', 'cpu_threads', 'session_nice', 'require_gpu',
+           'hub_reachable']
 
 # %% ../nbs/00_settings.ipynb #d36beadd
 @dataclass(frozen=True)
@@ -370,6 +371,18 @@ def cpu_threads(n: int|None = None) -> int:
     n = env_int("MATHWORKLOG_CPU_THREADS", 1, 1) if n is None else n
     torch.set_num_threads(valid_int("MATHWORKLOG_CPU_THREADS", n, 1))
     return n
+
+# %% ../nbs/00_settings.ipynb #e614ee86
+def session_nice() -> int|None:
+    """In a process that leads its own session (a Jupyter kernel, say), weigh the session for the CPU as this process's
+    `nice` when it weighs less; the session's nice after, or None where Linux has no session weights (autogroup)."""
+    from pathlib import Path
+    ag = Path("/proc/self/autogroup")
+    try:
+        now = int(ag.read_text().split()[-1])
+        if os.getsid(0) == os.getpid() and os.nice(0) > now: ag.write_text(str(now := os.nice(0)))
+    except (OSError, ValueError): return None
+    return now
 
 # %% ../nbs/00_settings.ipynb #3a74796c
 def require_gpu(preset: str|Preset):
