@@ -8,7 +8,7 @@ Docs: https://mathworklog.github.io/mathworklog/chain.html.md"""
 
 # %% ../nbs/00h_chain.ipynb #1e4f5061
 from __future__ import annotations
-import concurrent.futures as cf, contextlib, json, os, shutil, subprocess, sys, time
+import concurrent.futures as cf, contextlib, json, os, shutil, subprocess, sys, threading, time
 from pathlib import Path
 from .settings import (CHAPTER_NEEDS, CHAPTER_RUNS, CHAPTERS, MissingResourceError, get_preset, on_gpu,
                                   valid_choice)
@@ -55,10 +55,17 @@ def scratch_tmp(prefix: str = "mwl"):
     finally: shutil.rmtree(d, ignore_errors=True)
 
 # %% ../nbs/00h_chain.ipynb #3ac7d8e9
+def _wait(p: OwnedProcess, stop=None) -> int|None:
+    "The exit code of `p`'s leader; None when `stop` (a `threading.Event`) is set first."
+    while stop is not None and p.poll() is None:
+        if stop.wait(0.5): return None
+    return p.proc.wait()
+
 def execute_chapter(stem: str, out: Path, preset: str, worklog_run: str|None = None,
                     log: Path|None = None,       # the kernel's own output (warnings, progress): here, not shown
                     threads: int|None = None,    # torch's CPU threads in the kernel and its children (None: as set)
                     nice: int = 0,               # the kernel's and its children's CPU priority (`nice -n`)
+                    stop=None,                   # a `threading.Event`: once set, the chapter is stopped
                    ) -> float:
     "One chapter notebook through papermill, in a process this one owns; its wall-clock seconds, or an error."
     nb = project_root()/"nbs"/f"{stem}.ipynb"
@@ -73,8 +80,9 @@ def execute_chapter(stem: str, out: Path, preset: str, worklog_run: str|None = N
     with open(log, "w") as f, scratch_tmp(f"mwl-{stem[:2]}") as tmp:
         p = OwnedProcess(cmd, stdout=f, stderr=subprocess.STDOUT, env=env | tmp, scratch=tmp["TMPDIR"],
                          nice=nice)
-        try: rc = p.proc.wait()
+        try: rc = _wait(p, stop)
         finally: p.kill(5)
+    if rc is None: raise RuntimeError(f"chapter {stem} stopped before its end (its log: {log})")
     if rc: raise RuntimeError(f"chapter {stem} failed (papermill exit code {rc}); its executed notebook is {out} and "
                               f"its log {log}:\n" + "\n".join(log.read_text(errors="replace").splitlines()[-15:]))
     return round(time.perf_counter() - t0, 1)
@@ -108,24 +116,38 @@ def beside(stem: str, todo: list[str]) -> list[str]:
 def past_seconds(preset: str,               # whose runs
                  root: Path,                # the runs folder
                  record: Path|None = None,  # the exported record to fall back on (default: the clone's)
+                 key: str = "seconds",      # or "nice": the priority each chapter had
                 ) -> dict:
-    """Each chapter's seconds in the newest finished whole-worklog run of `preset` under `root`; with none there (a
-    fresh clone), those of the committed record of the last one, `bench/cpu/worklog_<preset>.json`; else {}."""
+    """Each chapter's seconds (or other `key`) in the newest finished whole-worklog run of `preset` under `root`; with
+    none there (a fresh clone), those of the committed record of the last one, `bench/cpu/worklog_<preset>.json`."""
     done = find_runs("worklog", preset, root, status="done")
-    if done: return dict((done[-1].meta.get("results") or {}).get("seconds") or {})
+    if done: return dict((done[-1].meta.get("results") or {}).get(key) or {})
     record = record or project_root()/"bench"/"cpu"/f"worklog_{preset}.json"
-    try: return dict(json.loads(Path(record).read_text()).get("seconds") or {})
+    try: return dict(json.loads(Path(record).read_text()).get(key) or {})
     except (OSError, ValueError): return {}
 
 # %% ../nbs/00h_chain.ipynb #fdd198fc
 YIELD_NICE = 10   # a chapter that yields: CFS gives it 110/1024 of the weight of one at nice 0 (at 5: 335/1024)
 
-def chapter_nice(stem: str, todo: list[str], past: dict) -> int:
-    """`stem`'s CPU priority in a run of `todo` (0, or `YIELD_NICE` to yield): `YIELD_NICE` when a chapter that can run
-    beside it took longer last time (`past`: seconds by chapter, `past_seconds`)."""
-    return YIELD_NICE if any(past.get(t, 0) > past.get(stem, 0) for t in beside(stem, todo)) else 0
+def chapter_nice(stem: str, todo: list[str], past: dict,
+                 was: dict|None = None,   # each chapter's priority in that same run (`past_seconds(key="nice")`)
+                ) -> int:
+    """`stem`'s CPU priority in a run of `todo` (0, or `YIELD_NICE` to yield): as last time when a chapter led then (at
+    0 beside one that yielded), else `YIELD_NICE` when one that can run beside it took longer (`past`: seconds)."""
+    side, was = beside(stem, todo), was or {}
+    led = lambda t: was.get(t) == 0 and any(was.get(u, 0) > 0 for u in beside(t, todo))
+    if led(stem) or any(led(t) for t in side): return 0 if led(stem) else YIELD_NICE
+    return YIELD_NICE if any(past.get(t, 0) > past.get(stem, 0) for t in side) else 0
 
 # %% ../nbs/00h_chain.ipynb #3e0b1c2d
+@contextlib.contextmanager
+def _stopping(stop):
+    "Set `stop` when Ctrl-C leaves the block (a failed chapter does not: the others running finish first)."
+    try: yield
+    except KeyboardInterrupt:
+        stop.set()
+        raise
+
 def run_chapters(stems: list[str], preset: str, wl: Run,
                  jobs: int = 1,            # chapters at once (their reads permitting)
                  on_event=None,            # called with ('start'|'end', stem, seconds so far, [stems still to run])
@@ -137,8 +159,10 @@ def run_chapters(stems: list[str], preset: str, wl: Run,
     tell, past = on_event or (lambda *a: None), past_seconds(preset, wl.path.parent)
     own = not (on_gpu() or "MATHWORKLOG_CPU_THREADS" in os.environ)
     threads = {t: chapter_threads(t, todo) if own else None for t in todo}
-    nice = {t: chapter_nice(t, todo, past) if own else 0 for t in todo}
-    with cf.ThreadPoolExecutor(max(1, jobs)) as ex:
+    was = past_seconds(preset, wl.path.parent, key="nice")
+    nice = {t: chapter_nice(t, todo, past, was) if own else 0 for t in todo}
+    stop = threading.Event()                     # set by Ctrl-C: the chapters running stop too, and at once
+    with cf.ThreadPoolExecutor(max(1, jobs)) as ex, _stopping(stop):
         running = {}
         while len(done) < len(todo):
             for stem in sorted((t for t in todo if t not in done and t not in running.values()
@@ -146,7 +170,7 @@ def run_chapters(stems: list[str], preset: str, wl: Run,
                 if len(running) >= jobs: break
                 spans[stem] = [round(time.perf_counter() - t0, 1)]
                 running[ex.submit(execute_chapter, stem, wl.path/f"{stem}.ipynb", preset, wl.id,
-                                  wl.path/"logs"/f"{stem}.log", threads[stem], nice[stem])] = stem
+                                  wl.path/"logs"/f"{stem}.log", threads[stem], nice[stem], stop)] = stem
                 tell("start", stem, spans[stem][0], [t for t in todo if t not in done])
             finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
             for f in finished:

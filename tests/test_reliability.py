@@ -10,7 +10,7 @@ import pytest
 from mathworklog.settings import MissingResourceError
 from mathworklog.runs import (Run, RunRefusedError, NonFiniteRunError, find_runs, latest_run, new_run, resolve_run,
                               stop_if_nan)
-from mathworklog.procs import free_port, launch, pid_alive
+from mathworklog.procs import free_port, launch, live_processes, pid_alive
 from mathworklog.models import load_tokenizer, model_from, model_path
 from mathworklog.data import (require_gsm8k, grade, lenient_answers, parse_number, strict_answer, load_gsm8k, prepare,
                               preset_tokenizer)
@@ -168,6 +168,42 @@ def test_warm_launch_owner_killed_stops_the_job_and_its_launcher(tmp_path):
     os.kill(owner, signal.SIGKILL)
     os.waitpid(owner, 0)
     assert gone(*chain, within=10)
+
+def _run_processes(run_id: str) -> set:
+    "The live processes started for the worklog run `run_id` (papermill, the kernels: its id is in their environment)."
+    mine = set()
+    for pid in live_processes():
+        with contextlib.suppress(OSError):
+            if f"MATHWORKLOG_WORKLOG_RUN={run_id}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                mine.add(pid)
+    return mine
+
+def test_worklog_interrupt_stops_the_chapters_running(tmp_path, monkeypatch):
+    """Ctrl-C in `run_chapters` waited for every chapter running to reach its end (the pool's exit waits for its
+    threads), so `mathworklog-worklog` stopped minutes after Ctrl-C; the chapters running now stop with it."""
+    from mathworklog.chain import run_chapters
+    monkeypatch.setenv("MATHWORKLOG_RUNS", str(tmp_path/"runs"))
+    wl, seen = new_run("worklog", "tiny"), {}
+    def interrupter():                       # once both kernels run: the chapters are under way, far from their end
+        end = time.monotonic() + 300
+        kernels = []
+        while time.monotonic() < end and len(kernels) < 2:
+            time.sleep(0.2)
+            with contextlib.suppress(OSError):
+                kernels = [p for p in _run_processes(wl.id) if b"ipykernel" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        seen["kernels"] = kernels
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Thread(target=interrupter, daemon=True).start()
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_chapters(["02_baseline", "03_rewards"], "tiny", wl, jobs=2)
+    finally: signal.signal(signal.SIGINT, old)
+    assert len(seen["kernels"]) == 2, "the two chapters' kernels did not start within 300 s"
+    assert gone(*seen["kernels"], within=10) and not _run_processes(wl.id)
+    done = [k for k in ("baseline", "rewards")
+            if find_runs(k, "tiny", tmp_path/"runs", status="done", worklog_run=wl.id)]
+    assert not done, f"{done} ran to their end after Ctrl-C"
 
 def test_server_health_check_ignores_proxy(monkeypatch):
     "A proxy variable sent the loopback health check through the proxy: the server never looked healthy."
