@@ -120,10 +120,14 @@ def past_seconds(preset: str,               # whose runs
                 ) -> dict:
     """Each chapter's seconds (or other `key`) in the newest finished whole-worklog run of `preset` under `root`; with
     none there (a fresh clone), those of the committed record of the last one, `bench/cpu/worklog_<preset>.json`."""
+    return dict(_past(preset, root, record).get(key) or {})
+
+def _past(preset: str, root: Path, record: Path|None = None) -> dict:
+    "The results of the newest finished whole-worklog run of `preset` under `root`, else of the record; else {}."
     done = find_runs("worklog", preset, root, status="done")
-    if done: return dict((done[-1].meta.get("results") or {}).get(key) or {})
+    if done: return done[-1].meta.get("results") or {}
     record = record or project_root()/"bench"/"cpu"/f"worklog_{preset}.json"
-    try: return dict(json.loads(Path(record).read_text()).get(key) or {})
+    try: return json.loads(Path(record).read_text())
     except (OSError, ValueError): return {}
 
 # %% ../nbs/00h_chain.ipynb #fdd198fc
@@ -136,7 +140,8 @@ def chapter_nice(stem: str, todo: list[str], past: dict,
     0 beside one that yielded), else `YIELD_NICE` when one that can run beside it took longer (`past`: seconds)."""
     side, was = beside(stem, todo), was or {}
     led = lambda t: was.get(t) == 0 and any(was.get(u, 0) > 0 for u in beside(t, todo))
-    if led(stem) or any(led(t) for t in side): return 0 if led(stem) else YIELD_NICE
+    if led(stem): return 0
+    if any(led(t) for t in side): return YIELD_NICE
     return YIELD_NICE if any(past.get(t, 0) > past.get(stem, 0) for t in side) else 0
 
 # %% ../nbs/00h_chain.ipynb #3e0b1c2d
@@ -156,10 +161,10 @@ def run_chapters(stems: list[str], preset: str, wl: Run,
     CPU threads (`chapter_threads`) and priority (`chapter_nice`), both left alone on a GPU or where
     `$MATHWORKLOG_CPU_THREADS` is set."""
     todo, times, spans, done, t0 = list(stems), {}, {}, set(), time.perf_counter()
-    tell, past = on_event or (lambda *a: None), past_seconds(preset, wl.path.parent)
+    tell, last = on_event or (lambda *a: None), _past(preset, wl.path.parent)   # the last run: one read
+    past, was = dict(last.get("seconds") or {}), dict(last.get("nice") or {})
     own = not (on_gpu() or "MATHWORKLOG_CPU_THREADS" in os.environ)
     threads = {t: chapter_threads(t, todo) if own else None for t in todo}
-    was = past_seconds(preset, wl.path.parent, key="nice")
     nice = {t: chapter_nice(t, todo, past, was) if own else 0 for t in todo}
     stop = threading.Event()                     # set by Ctrl-C: the chapters running stop too, and at once
     with cf.ThreadPoolExecutor(max(1, jobs)) as ex, _stopping(stop):

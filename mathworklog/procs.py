@@ -436,18 +436,18 @@ def launch(fn_spec: str,                  # `module:function`, importable in the
           ) -> dict:
     """Run `module:function(**kwargs)` in-process, in a child process (`apart`), or under `accelerate launch` when more
     than one process is asked for; its return value. `$MATHWORKLOG_FRESH_LAUNCH=1` turns the warm launchers off."""
-    import torch
     if num_processes is not None and not (isinstance(num_processes, int) and num_processes >= 1):
         raise ValueError(f"num_processes={num_processes!r} is not allowed: num_processes must be an integer ≥ 1.")
-    n = num_processes if num_processes is not None else max(torch.cuda.device_count(), 1)
+    import torch
+    from mathworklog.settings import env_flag
+    gpus = torch.cuda.device_count()
+    n = num_processes if num_processes is not None else max(gpus, 1)
     if n <= 1 and not apart: return _import_fn(fn_spec)(**kwargs)
     d, lock = _launch_dir()
     a, r = d/"args.json", d/"result.json"
     a.write_text(json.dumps(kwargs, default=str))
     nvls_off = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-    if warm is None:
-        from mathworklog.settings import env_flag
-        warm = torch.cuda.device_count() == 0 and not env_flag("MATHWORKLOG_FRESH_LAUNCH")
+    if warm is None: warm = gpus == 0 and not env_flag("MATHWORKLOG_FRESH_LAUNCH")
     if n <= 1 and log and warm:
         try:
             rc = _warm_run(fn_spec, a, r, log, {**os.environ, **nvls_off}, env or {}, grace)
