@@ -21,8 +21,8 @@ __all__ = ['TINY_DIMS', 'QWEN25_05B_DIMS', 'TINY_WORLD', 'TINY_LIVE', 'SMOKE_LIV
            'Settings', 'lora_config', 'lora_scaling', 'BoundaryError', 'MissingResourceError', 'UnusableInputError',
            'MissingDependencyError', 'PatchTargetError', 'fault', 'need_columns', 'env_flag', 'env_int',
            'dependency_error', 'dependency_problem', 'require', 'on_gpu', 'pick_device', 'ran_on', 'precision_flags',
-           'dtype_name', 'torch_dtype', 'seed_everything', 'cpu_threads', 'session_nice', 'require_gpu',
-           'hub_reachable']
+           'dtype_name', 'torch_dtype', 'seed_everything', 'cpu_threads', 'autogroup_nice', 'session_nice',
+           'require_gpu', 'hub_reachable']
 
 # %% ../nbs/00_settings.ipynb #d36beadd
 @dataclass(frozen=True)
@@ -373,16 +373,26 @@ def cpu_threads(n: int|None = None) -> int:
     return n
 
 # %% ../nbs/00_settings.ipynb #e614ee86
+def autogroup_nice(pid: int|str = "self",  # the process whose session is read
+                   proc: str = "/proc"):    # where Linux shows its processes
+    "The CPU weight (a `nice`) of the session that `pid` is in, or None where Linux does not weigh it by session."
+    from pathlib import Path
+    try: return int(Path(proc, str(pid), "autogroup").read_text().split()[-1])
+    except (OSError, ValueError, IndexError): return None
+
+
+# %% ../nbs/00_settings.ipynb #d88b6d65
 def session_nice() -> int|None:
     """In a process that leads its own session (a Jupyter kernel, say), weigh the session for the CPU as this process's
     `nice` when it weighs less; the session's nice after, or None where Linux has no session weights (autogroup)."""
     from pathlib import Path
-    ag = Path("/proc/self/autogroup")
+    if (now := autogroup_nice()) is None: return None
     try:
-        now = int(ag.read_text().split()[-1])
-        if os.getsid(0) == os.getpid() and os.nice(0) > now: ag.write_text(str(now := os.nice(0)))
-    except (OSError, ValueError): return None
+        if os.getsid(0) == os.getpid() and os.nice(0) > now:
+            Path("/proc/self/autogroup").write_text(str(now := os.nice(0)))
+    except OSError: return None
     return now
+
 
 # %% ../nbs/00_settings.ipynb #3a74796c
 def require_gpu(preset: str|Preset):
