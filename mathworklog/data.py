@@ -48,7 +48,7 @@ def render_prompt(tokenizer, question: str) -> str:
     return tokenizer.apply_chat_template(make_prompt(question), tokenize=False, add_generation_prompt=True)
 
 # %% ../nbs/01_data.ipynb #70f5f72e
-NUM_RE = re.compile(r"-?\$?\s?[0-9][0-9,]*(?:\.[0-9]+)?", re.ASCII)
+NUM_RE = re.compile(r"-?\$?\s?(?:[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|[0-9]+)(?:\.[0-9]+)?", re.ASCII)
 
 def _value(m: str) -> Decimal:
     "The value of one `NUM_RE` match (ASCII digits, so always a finite Decimal)."

@@ -8,12 +8,12 @@ Docs: https://mathworklog.github.io/mathworklog/findings.html.md"""
 
 # %% ../nbs/01g_findings.ipynb #0d3e4f50
 from __future__ import annotations
-import math, re
+import re
 from dataclasses import asdict, dataclass, field
 import pandas as pd
 from .settings import CHAPTERS, valid, valid_choice
 from .worklog import WORKLOG_FIGURES, worklog_text
-from .stats import compare, window_diff
+from .stats import compare, finite, window_diff
 
 # %% auto #0
 __all__ = ['VERDICTS', 'Finding', 'worklog_side', 'say', 'paired_finding', 'change_text', 'trend_finding', 'lesson_window',
@@ -86,7 +86,7 @@ def trend_finding(key: str, chapter: str, claim: str,
                   what: str = "",             # the series' name, for the sentence
                   worklog_keys: tuple = ()) -> Finding:
     "A lesson about one run's series (entropy falls, the zero-signal share rises): last window against first."
-    if (k := sum(x is not None and math.isfinite(x) for x in series)) < 2 * n:   # too short to read
+    if (k := len(finite(series))) < 2 * n:   # too short to read
         return Finding(key, chapter, claim, "—", "not run", f"{what or 'the series'} has {k} finite steps, fewer "
                        f"than the {2 * n} its first and last {n} need", worklog_keys)
     t = window_diff(series, n)
@@ -108,8 +108,7 @@ def handover_finding(key: str, chapter: str, claim: str,
                      direction: str = "<", what: str = "", worklog_keys: tuple = ()) -> Finding:
     """One run's end against the next run's start: its last steps against the next one's first, as many of each (at
     most `n`), an unpaired bootstrap over the steps of each window (`trend_finding`); 'not run' without a step."""
-    ok = lambda xs: [float(x) for x in xs if x is not None and math.isfinite(x)]   # as `stats.window_diff` reads
-    before, after = map(ok, runs)
+    before, after = map(finite, runs)   # as `stats.window_diff` reads them
     w = min(n, len(before), len(after))
     if w < 1: return Finding(key, chapter, claim, "—", "not run", "a run without a logged step", worklog_keys)
     f = trend_finding(key, chapter, claim, before[-w:] + after[:w], w, direction, what, worklog_keys)

@@ -12,7 +12,7 @@ import numpy as np
 from .settings import valid, valid_int, valid_number
 
 # %% auto #0
-__all__ = ['DIRECTIONS', 'aligned', 'paired_bootstrap', 'mcnemar', 'compare', 'window_diff']
+__all__ = ['DIRECTIONS', 'aligned', 'paired_bootstrap', 'mcnemar', 'compare', 'finite', 'window_diff']
 
 # %% ../nbs/01f_stats.ipynb #f5a6b7c8
 def aligned(a: dict, b: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -57,11 +57,17 @@ def compare(a, b, direction: str = ">", **kw) -> dict:
     holds = {">": r["ci_low"] > 0, "<": r["ci_high"] < 0, ">=": r["ci_low"] >= 0}[direction]
     return r | dict(direction=direction, holds=bool(holds))
 
+# %% ../nbs/01f_stats.ipynb #55ec4d71
+def finite(xs) -> list[float]:
+    "The values of a logged series that are numbers: a step that logged nothing (None), NaN or ±inf is left out."
+    return [float(x) for x in xs if x is not None and math.isfinite(x)]
+
+
 # %% ../nbs/01f_stats.ipynb #a1728394
 def window_diff(xs, n: int, n_boot: int = 10_000, seed: int = 0, level: float = 0.95) -> dict:
     """The mean of the last `n` values of a series minus the mean of its first `n`, with a bootstrap interval (each
     window resampled on its own: steps, not questions, so nothing to pair)."""
-    xs = np.asarray([x for x in xs if x is not None and math.isfinite(x)], float)
+    xs = np.asarray(finite(xs), float)
     valid_int("n", n, 1)
     valid_int("n_boot", n_boot, 1)
     valid_number("level", level, 0, 1, lo_open=True, hi_open=True)
