@@ -374,7 +374,8 @@ def cpu_threads(n: int|None = None) -> int:
 
 # %% ../nbs/00_settings.ipynb #e614ee86
 def autogroup_nice(pid: int|str = "self",  # the process whose session is read
-                   proc: str = "/proc"):    # where Linux shows its processes
+                   proc: str = "/proc"     # where Linux shows its processes
+                  ) -> int|None:
     "The CPU weight (a `nice`) of the session that `pid` is in, or None where Linux does not weigh it by session."
     from pathlib import Path
     try: return int(Path(proc, str(pid), "autogroup").read_text().split()[-1])
