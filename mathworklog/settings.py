@@ -381,7 +381,6 @@ def autogroup_nice(pid: int|str = "self",  # the process whose session is read
     try: return int(Path(proc, str(pid), "autogroup").read_text().split()[-1])
     except (OSError, ValueError, IndexError): return None
 
-
 # %% ../nbs/00_settings.ipynb #d88b6d65
 def session_nice() -> int|None:
     """In a process that leads its own session (a Jupyter kernel, say), weigh the session for the CPU as this process's
@@ -393,7 +392,6 @@ def session_nice() -> int|None:
             Path("/proc/self/autogroup").write_text(str(now := os.nice(0)))
     except OSError: return None
     return now
-
 
 # %% ../nbs/00_settings.ipynb #3a74796c
 def require_gpu(preset: str|Preset):

@@ -62,7 +62,6 @@ def finite(xs) -> list[float]:
     "The values of a logged series that are numbers: a step that logged nothing (None), NaN or ±inf is left out."
     return [float(x) for x in xs if x is not None and math.isfinite(x)]
 
-
 # %% ../nbs/01f_stats.ipynb #a1728394
 def window_diff(xs, n: int, n_boot: int = 10_000, seed: int = 0, level: float = 0.95) -> dict:
     """The mean of the last `n` values of a series minus the mean of its first `n`, with a bootstrap interval (each
