@@ -38,7 +38,8 @@
 # nb:06_opd as items before them, one or two a call (05 reads 04's presample: without it 05 runs 04 inside its own
 # limit; 83 s and 210 s on the H200 of 2026-12-03, 179 s for 05 with bf16_run=False on the H100 of 2026-12-06, 07 then
 # 135 s), or pass upstream=error to 07 and 08 to fail
-# at once. 07 takes `experiments` (labels of GRPO_RUNS), not a rollout choice.
+# at once. 07 takes `experiments` (labels of GRPO_RUNS), not a rollout choice: an item splits its arguments at commas, so
+# name several runs with spaces, quoted: "nb:07_grpo:experiments=results_sft results_no_vllm".
 # Micro-batches without gradient checkpointing (GRPOSettings.micro_batch; as GRPOConfig keys in a variant), one item:
 #   "bench:grpo_step:--steps,4,--variants,mathworklog:bf16:base_dtype=bfloat16,mathworklog:bf16:base_dtype=bfloat16+gradient_checkpointing=false+per_device_train_batch_size=64+gradient_accumulation_steps=2+steps_per_generation=2@300"
 #   (246 s for three variants on the H100 of 2026-12-06, ninth session: step 2.48 -> 2.05 s, training 1.40 -> 1.03 s,

@@ -19,23 +19,27 @@ from .settings import (LORA_RANK, get_preset, lora_config, on_gpu, seed_everythi
                                   valid_engine, valid_int, valid_number)
 from .files import atomic_path
 from .rollouts import drop_superseded, grpo_summary, join_rollout_parts, supersede, token_entropy
-from .runs import NaNGuard, Run, checkpoint_step, latest_checkpoint, log_extra, read_metrics
+from .procs import launch
+from .runs import (NaNGuard, Run, checkpoint_step, latest_checkpoint, log_extra, new_run, read_metrics,
+                              stop_if_nan)
 from .training import TrainSettings, finish_training, load_policy, make_trainer, trl_args
-from .models import model_path, model_tokenizer
-from .data import completion_text, load_gsm8k, prepare, preset_tokenizer
-from .generation import HFGenerator, choose_engine, vllm_available
+from .models import load_model, model_path, model_tokenizer
+from .data import completion_text, load_gsm8k, prepare, preset_tokenizer, render_prompt
+from .generation import HFGenerator, VLLMGenerator, choose_engine, vllm_available
+from .pool import generating
+from .isratio import ISFromLoss
 from .copies import RolloutCopy
 from .weights import (SyncPatch, SyncProbe, SyncProbeCallback, colocated_vllm, patch_trl_lora_sync,
                                  patch_trl_reload_sync, probe_batch, trainer_vllm_copy, use_server_transport)
 from .evaluate import HELDOUT, copy_eval, evaluate_model
-from .rewards import REWARD_FUNCS, REWARD_WEIGHTS, weights_list, zero_signal_share
+from .rewards import REWARD_FUNCS, REWARD_WEIGHTS, score_completions, weights_list, zero_signal_share
 from .presample import SampleSettings, buckets, re_presample, save_rl_set
 
 # %% auto #0
 __all__ = ['ENTROPY_LEVERS', 'IS_MODES', 'ROLLOUTS', 'GRPO_RUNS', 'entropy_levers', 'GRPOSettings', 'grpo_config',
            'recording_trainer_class', 'attach_rollout_copy', 'EvalCallback', 'grpo_dataset', 'SyncPatches',
            'trl_sync_patches', 'build_grpo_trainer', 'served_eval', 'policy_eval', 'start_eval', 'train_grpo',
-           'row_settings', 'mark_heldout', 'run_row', 'ChapterRun', 'chapter_settings', 'presample_into',
+           'row_settings', 'mark_heldout', 'run_row', 'ChapterRun', 'chapter_settings', 'chosen_runs', 'presample_into',
            'same_prompt_control']
 
 # %% ../nbs/07_grpo.ipynb #99133f51
@@ -143,7 +147,6 @@ def recording_trainer_class():
     """TRL's `GRPOTrainer` subclassed to record every rollout and the zero-signal share per reward (built on first use:
     TRL imports late)."""
     from trl import GRPOTrainer
-    from mathworklog.isratio import ISFromLoss
 
     class RecordingGRPOTrainer(ISFromLoss, GRPOTrainer):
         """GRPOTrainer that records every rollout and the zero-signal share per reward, with HF rollouts from a
@@ -310,10 +313,8 @@ def build_grpo_trainer(model_path: str, records: list[dict], run_dir, s: GRPOSet
 
 # %% ../nbs/07_grpo.ipynb #f99408fa
 def served_eval(trainer, ev: EvalCallback, name: str = "final-greedy-vllm", sync: bool = True) -> dict | None:
-    """Greedy evaluation through the trainer's colocated vLLM engine, after one more sync (the run's own) unless `sync`
-    is off: what its vLLM serves, which is what the worklog's evaluations measured; None without an engine or test
-    questions."""
-    from mathworklog.generation import VLLMGenerator
+    """Greedy evaluation through the trainer's colocated vLLM engine (what it serves: what the worklog measured), after
+    one more sync (the run's own) unless `sync` is off; None without an engine or test questions."""
     g = getattr(trainer, "vllm_generation", None)
     if g is None or getattr(g, "mode", None) != "colocate" or not ev.records: return None
     if sync: g.sync_weights()
@@ -340,9 +341,8 @@ def start_eval(trainer, ev: EvalCallback) -> dict|None:
     """The start, greedy, before any step: through the colocated vLLM engine where there is one (`start-greedy-vllm`),
     else the policy itself (`start-greedy`); None without test questions."""
     if not (ev.records and ev.start): return None
-    if getattr(trainer, "vllm_generation", None) is not None: return served_eval(trainer, ev, "start-greedy-vllm",
-                                                                                 sync=False)
-    return ev._eval(trainer.model, "start-greedy", 1, 0.0)
+    if getattr(trainer, "vllm_generation", None) is None: return ev._eval(trainer.model, "start-greedy", 1, 0.0)
+    return served_eval(trainer, ev, "start-greedy-vllm", sync=False)
 
 # %% ../nbs/07_grpo.ipynb #60c46952
 def train_grpo(model_path: str, records: list[dict], run_dir: str,
@@ -405,19 +405,15 @@ def mark_heldout(run_dir, res: dict) -> dict:
 def run_row(label: str, start: str, records: list[dict], heldout: list[dict], S: GRPOSettings, preset: str,
             parents: list|None = None) -> tuple:
     "One row of the final table: GRPO from `start` in a process of its own, scored on `heldout`; (run, summary)."
-    from mathworklog.procs import launch
-    from mathworklog.runs import new_run, stop_if_nan
     run = new_run("grpo", preset, params=S.to_dict() | dict(label=label, start=str(start), n_train=len(records)),
                   parents=list(parents or []), base_model=str(start))
-    kw = dict(model_path=str(start), records=records, run_dir=str(run.path), settings=S.to_dict(),
-              eval_records=heldout)
+    kw = dict(model_path=str(start), records=records, run_dir=str(run.path), settings=S.to_dict(), eval_records=heldout)
     res = stop_if_nan(run, launch("mathworklog.grpo:train_grpo", kw, apart=True, log=str(run.path/"train.log")))
-    h, first = mark_heldout(run.path, res), res.get("start_eval") or {}
+    h, first, pol = mark_heldout(run.path, res), res.get("start_eval") or {}, res.get("final_eval") or {}
     summary = grpo_summary(run.path) | dict(label=label, start=str(start), steps=res["steps"], seconds=res["seconds"],
                                             heldout_exact=h["exact"], heldout_format=h["format"], scored=h["scored"],
                                             heldout_exact_start=first.get("exact"), n_heldout=h["n_questions"],
-                                            policy_exact=(res.get("final_eval") or {}).get("exact"),
-                                            n_train=len(records))
+                                            policy_exact=pol.get("exact"), n_train=len(records))
     run.update_meta(status="done", results=res, summary=summary)
     return run, summary
 
@@ -453,6 +449,15 @@ def chapter_settings(label: str, P, buffer: int|None = None, **kw) -> GRPOSettin
     r = GRPO_RUNS[label]
     return row_settings(P, r.rollout, buffer, **(dict(steps=P.row_steps or P.grpo_steps) | r.over | kw))
 
+# %% ../nbs/07_grpo.ipynb #a6321cf0
+def chosen_runs(experiments: str|list|None = None,  # labels of `GRPO_RUNS`: a list, or one string "a,b"; None: all
+               ) -> list[str]:
+    "The labels of the runs to make, each once, in the order given; a name that is not a run fails at once."
+    ls = list(GRPO_RUNS) if experiments is None else experiments
+    ls = [l for l in dict.fromkeys(re.split(r"[,\s]+", ls) if isinstance(ls, str) else ls) if l]
+    return valid("experiments", ls, lambda v: v and set(v) <= set(GRPO_RUNS),
+                 f"labels of GRPO_RUNS ({', '.join(GRPO_RUNS)}), a list or one string of them")
+
 # %% ../nbs/07_grpo.ipynb #f7c0e3d1
 def presample_into(model: str, run_dir: str, preset: str,
                    n: int|None = None,       # training questions (None: the preset's `n_train`)
@@ -473,10 +478,6 @@ def same_prompt_control(run_dir, model_path: str, tokenizer, records: list[dict]
     """What GRPO at lr 0 would log for the run in `run_dir`: the start model `model_path` sampled on each step's prompts
     (as many samples as the run's groups), scored by the seven rewards; per step: reward, its parts, zero-signal share,
     entropy."""
-    from mathworklog.data import render_prompt
-    from mathworklog.pool import generating
-    from mathworklog.models import load_model
-    from mathworklog.rewards import score_completions
     r = pd.read_parquet(Path(run_dir) / "rollouts.parquet")
     by_q = {rec["question"]: rec for rec in records}
     G = int(r.groupby(["step", "group"]).size().max())
@@ -489,8 +490,7 @@ def same_prompt_control(run_dir, model_path: str, tokenizer, records: list[dict]
     flat = [t for ts in texts for t in ts]
     recs = [by_q[q] for q in groups.prompt for _ in range(G)]
     sc = score_completions(flat, [x["answer"] for x in recs], [x["steps"] for x in recs])
-    sc["step"], sc["prompt"] = np.repeat(groups.step.to_numpy(), G), [p for p in prompts for _ in range(G)]
-    sc["completion"] = flat
+    sc["step"], sc["prompt"], sc["completion"] = np.repeat(groups.step.to_numpy(), G), np.repeat(prompts, G), flat
     model = load_model(model_path, dtype=torch.float32)
     rows = []
     for step, d in sc.groupby("step"):
